@@ -1,0 +1,42 @@
+# Entry points for people and CI. Every target sets up what it needs (a fresh machine has nothing).
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+STAMP   = $(VENV)/.installed
+
+.PHONY: setup demo test lint e2e-bins e2e bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+## The main job on the bundled examples: preview (diff), then write the converted tree to out/.
+demo: $(STAMP)
+	-$(BIN)/dra-migrate diff --report text examples/
+	$(BIN)/dra-migrate convert --report text --validate -o out/ examples/
+	@echo "converted manifests written to out/"
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+## The test command: lint, types, then the whole suite (the e2e part needs tests/e2e/build-control-plane.sh).
+test: lint
+	$(BIN)/pytest -q
+
+e2e-bins:
+	bash tests/e2e/build-control-plane.sh
+
+e2e: $(STAMP) e2e-bins
+	$(BIN)/pytest -q tests/e2e
+
+bench: $(STAMP)
+	$(BIN)/python bench/translate.py
+	$(BIN)/python bench/webhook.py
+
+clean:
+	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache .hypothesis

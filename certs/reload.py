@@ -1,0 +1,318 @@
+"""Server TLS context that picks up rotated certificate files without a restart.
+
+Kubernetes updates a Secret volume by writing a new timestamped directory and renaming
+the `..data` symlink onto it, so `tls.crt` and `tls.key` change together but the
+server's already-loaded SSLContext never notices. Instead of reloading in a timer
+thread, the SNI callback (which OpenSSL runs on every ClientHello, with or without a
+server name) checks the files at most once per interval and points the handshaking
+connection at the newest context that loaded successfully. A half-rotated or broken pair
+never replaces a working one, so no handshake fails because of a rotation.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import ssl
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cryptography import x509
+
+log = logging.getLogger(__name__)
+
+StrPath = str | os.PathLike[str]
+# (resolved path, device, inode, size, mtime) of each file; any difference means "look again".
+_Fingerprint = tuple[tuple[str, int, int, int, int], ...]
+
+
+class TLSLoadError(Exception):
+    """The certificate/key pair could not be loaded."""
+
+
+@dataclass(frozen=True)
+class CertificateInfo:
+    serial: int
+    not_after: dt.datetime
+    subject: str
+
+
+@dataclass(frozen=True)
+class TLSStatus:
+    """Snapshot for readiness probes and logs."""
+
+    loaded: bool
+    last_error: str | None
+    certificate: CertificateInfo | None
+    loaded_at: dt.datetime | None
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    context: ssl.SSLContext
+    info: CertificateInfo
+    at: dt.datetime
+
+
+class ReloadingTLSContext:
+    """Hand `.context` to the server; rotations of the files are served automatically.
+
+    `configure` is applied to every context built here (the base one and each reload),
+    e.g. to set ciphers or client verification; TLS 1.2 stays the minimum regardless.
+    With `require_initial=False` a missing or broken pair at start is not fatal:
+    handshakes are refused (and `loaded` is False) until a good pair appears.
+    """
+
+    def __init__(
+        self,
+        cert_file: StrPath,
+        key_file: StrPath,
+        *,
+        check_interval: float = 1.0,
+        configure: Callable[[ssl.SSLContext], None] | None = None,
+        require_initial: bool = True,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._cert_file = Path(cert_file)
+        self._key_file = Path(key_file)
+        self._interval = check_interval
+        self._configure = configure
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._loaded: _Loaded | None = None
+        self._fingerprint: _Fingerprint | None = None
+        self._last_error: str | None = None
+        self._last_check = clock()
+
+        self._base = self._new_context()
+        self._base.sni_callback = self._on_client_hello
+        try:
+            fingerprint = self._read_fingerprint()
+            info = self._load_into(self._base)
+        except TLSLoadError as exc:
+            if require_initial:
+                raise
+            self._record_error(str(exc))
+        else:
+            self._install(self._base, info, fingerprint)
+
+    @property
+    def context(self) -> ssl.SSLContext:
+        """The context to give the server; it switches each connection to the newest pair."""
+        return self._base
+
+    @property
+    def loaded(self) -> bool:
+        return self._loaded is not None
+
+    @property
+    def last_error(self) -> str | None:
+        """Why the latest load attempt failed; None once a load succeeds."""
+        return self._last_error
+
+    @property
+    def certificate(self) -> CertificateInfo | None:
+        loaded = self._loaded
+        return loaded.info if loaded else None
+
+    def status(self) -> TLSStatus:
+        loaded = self._loaded
+        return TLSStatus(
+            loaded=loaded is not None,
+            last_error=self._last_error,
+            certificate=loaded.info if loaded else None,
+            loaded_at=loaded.at if loaded else None,
+        )
+
+    def reload_if_changed(self) -> bool:
+        """Check the files now (ignoring the interval); True if a new pair was installed."""
+        with self._lock:
+            return self._check()
+
+    def _on_client_hello(
+        self, conn: ssl.SSLSocket | ssl.SSLObject, server_name: str | None, _ctx: ssl.SSLContext
+    ) -> int | None:
+        try:
+            # Never make a handshake wait for another thread's reload: if one is running,
+            # serve the current pair and let that thread finish.
+            if self._due() and self._lock.acquire(blocking=False):
+                try:
+                    if self._due():
+                        self._check()
+                finally:
+                    self._lock.release()
+            loaded = self._loaded
+            if loaded is None:
+                return ssl.ALERT_DESCRIPTION_INTERNAL_ERROR
+            if conn.context is not loaded.context:
+                conn.context = loaded.context
+        except Exception:
+            # An exception escaping here would fail the handshake; the current pair is still good.
+            log.exception("TLS certificate reload check failed")
+        return None
+
+    def _due(self) -> bool:
+        return self._clock() - self._last_check >= self._interval
+
+    def _check(self) -> bool:
+        self._last_check = self._clock()
+        try:
+            seen = self._read_fingerprint()
+            if seen == self._fingerprint:
+                return False
+            context = self._new_context()
+            info = self._load_into(context)
+        except TLSLoadError as exc:
+            # The fingerprint is left as it was, so the next check retries: the rest of a
+            # half-finished rotation may arrive any moment.
+            self._record_error(str(exc))
+            return False
+        try:
+            after: _Fingerprint | None = self._read_fingerprint()
+        except TLSLoadError:
+            after = None
+        # If the files changed while loading, `info` may describe another certificate than
+        # the one loaded; forgetting the fingerprint makes the next check load them again.
+        self._install(context, info, seen if after == seen else None)
+        return True
+
+    def _install(self, context: ssl.SSLContext, info: CertificateInfo, fingerprint: _Fingerprint | None) -> None:
+        self._loaded = _Loaded(context, info, dt.datetime.now(dt.UTC))
+        self._fingerprint = fingerprint
+        self._last_error = None
+        log.info(
+            "serving TLS certificate %s serial=%x notAfter=%s",
+            info.subject,
+            info.serial,
+            info.not_after.isoformat(),
+        )
+
+    def _record_error(self, message: str) -> None:
+        # Checks repeat every interval while a pair is broken; log each distinct problem once.
+        if message != self._last_error:
+            action = "keeping the previous pair" if self._loaded else "not serving TLS yet"
+            log.warning("cannot load TLS certificate: %s; %s", message, action)
+        self._last_error = message
+
+    def _new_context(self) -> ssl.SSLContext:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        if self._configure is not None:
+            self._configure(context)
+        if context.minimum_version < ssl.TLSVersion.TLSv1_2:
+            context.minimum_version = ssl.TLSVersion.TLSv1_2
+        return context
+
+    def _load_into(self, context: ssl.SSLContext) -> CertificateInfo:
+        try:
+            info = _certificate_info(self._cert_file.read_bytes())
+            # load_cert_chain also checks that the key belongs to the certificate.
+            context.load_cert_chain(self._cert_file, self._key_file)
+        except (OSError, ValueError) as exc:
+            raise TLSLoadError(f"{self._cert_file} / {self._key_file}: {_describe(exc)}") from exc
+        return info
+
+    def _read_fingerprint(self) -> _Fingerprint:
+        try:
+            return tuple(_fingerprint(path) for path in (self._cert_file, self._key_file))
+        except OSError as exc:
+            raise TLSLoadError(_describe(exc)) from exc
+
+
+def _fingerprint(path: Path) -> tuple[str, int, int, int, int]:
+    # Resolve through the `..data` symlink: the resolved path and inode change on every
+    # Secret update even when size and mtime happen to match.
+    real = path.resolve(strict=True)
+    st = real.stat()
+    return (str(real), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _certificate_info(pem: bytes) -> CertificateInfo:
+    certs = x509.load_pem_x509_certificates(pem)
+    leaf = certs[0]
+    return CertificateInfo(
+        serial=leaf.serial_number,
+        not_after=leaf.not_valid_after_utc,
+        subject=leaf.subject.rfc4514_string(),
+    )
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, ssl.SSLError):
+        if exc.reason == "KEY_VALUES_MISMATCH":
+            return "the private key does not match the certificate"
+        return f"{exc.library or 'SSL'}: {exc.reason or exc}"
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
+    return str(exc)
+
+
+class GunicornSSLContextHook:
+    """Value for gunicorn's `ssl_context` setting (arity 2, as gunicorn checks).
+
+    gunicorn calls the hook for every accepted connection in sync/gthread workers, so the
+    reloading context is built once per worker process, lazily on first use, and reused.
+    It ignores gunicorn's default factory (which re-reads the files on every call) but
+    copies its `ciphers`, `ca_certs` and `cert_reqs` settings. ALPN is not offered, so
+    clients speak HTTP/1.1.
+    """
+
+    def __init__(self, cert_file: StrPath | None, key_file: StrPath | None, check_interval: float) -> None:
+        self._cert_file = cert_file
+        self._key_file = key_file
+        self._check_interval = check_interval
+        self._lock = threading.Lock()
+        self._reloader: ReloadingTLSContext | None = None
+
+    @property
+    def reloader(self) -> ReloadingTLSContext | None:
+        """This process's reloader (None before the first connection), for readiness probes."""
+        return self._reloader
+
+    def __call__(self, config: Any, default_ssl_context_factory: Callable[[], ssl.SSLContext]) -> ssl.SSLContext:
+        reloader = self._reloader
+        if reloader is None:
+            with self._lock:
+                if self._reloader is None:
+                    self._reloader = self._build(config)
+                reloader = self._reloader
+        return reloader.context
+
+    def _build(self, config: Any) -> ReloadingTLSContext:
+        cert_file = self._cert_file or config.certfile
+        key_file = self._key_file or config.keyfile
+
+        def configure(context: ssl.SSLContext) -> None:
+            if getattr(config, "ca_certs", None):
+                context.load_verify_locations(cafile=config.ca_certs)
+            context.verify_mode = ssl.VerifyMode(getattr(config, "cert_reqs", ssl.CERT_NONE))
+            if getattr(config, "ciphers", None):
+                context.set_ciphers(config.ciphers)
+
+        # Not fatal when the pair is unusable at start: raising here would make each
+        # connection fail with a traceback; instead handshakes are refused until it loads.
+        return ReloadingTLSContext(
+            cert_file,
+            key_file,
+            check_interval=self._check_interval,
+            configure=configure,
+            require_initial=False,
+        )
+
+
+def gunicorn_ssl_context_hook(
+    cert_file: StrPath | None = None,
+    key_file: StrPath | None = None,
+    *,
+    check_interval: float = 1.0,
+) -> GunicornSSLContextHook:
+    """`ssl_context = gunicorn_ssl_context_hook(certfile, keyfile)` in a gunicorn config file.
+
+    Without arguments the hook uses gunicorn's own `certfile`/`keyfile` settings, which
+    must be set anyway: gunicorn only enables TLS when they are.
+    """
+    return GunicornSSLContextHook(cert_file, key_file, check_interval)

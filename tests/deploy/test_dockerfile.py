@@ -1,0 +1,156 @@
+"""Static checks of the container image definition (no Docker engine needed).
+
+The image's default command must be exactly what deploy/base runs, as the same non-root user,
+and the build context must keep the virtualenv, tests, git data and private keys out.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DOCKERFILE = REPO_ROOT / "Dockerfile"
+DOCKERIGNORE = REPO_ROOT / ".dockerignore"
+DEPLOYMENT = REPO_ROOT / "deploy" / "base" / "deployment.yaml"
+
+
+@dataclass
+class Stage:
+    base: str
+    name: str | None
+    instructions: list[tuple[str, str]] = field(default_factory=list)
+
+    def all(self, keyword: str) -> list[str]:
+        return [args for kw, args in self.instructions if kw == keyword]
+
+    def last(self, keyword: str) -> str:
+        found = self.all(keyword)
+        assert found, f"stage {self.name or self.base} has no {keyword}"
+        return found[-1]
+
+
+def parse_dockerfile(text: str) -> tuple[dict[str, str], list[Stage]]:
+    """(global ARG defaults, stages) from a Dockerfile: comments dropped, continuations joined."""
+    logical: list[str] = []
+    pending = ""
+    for raw in text.splitlines():
+        stripped = raw.strip()
+        if not pending and (not stripped or stripped.startswith("#")):
+            continue
+        if pending and stripped.startswith("#"):
+            continue
+        if stripped.endswith("\\"):
+            pending += stripped[:-1] + " "
+            continue
+        logical.append(pending + stripped)
+        pending = ""
+    assert not pending, "Dockerfile ends inside a line continuation"
+
+    global_args: dict[str, str] = {}
+    stages: list[Stage] = []
+    for line in logical:
+        keyword, _, args = line.partition(" ")
+        keyword = keyword.upper()
+        args = args.strip()
+        if keyword == "FROM":
+            words = args.split()
+            words = [w for w in words if not w.startswith("--")]
+            name = words[2] if len(words) >= 3 and words[1].upper() == "AS" else None
+            stages.append(Stage(base=words[0], name=name))
+        elif not stages:
+            if keyword == "ARG":
+                key, _, value = args.partition("=")
+                global_args[key] = value
+        else:
+            stages[-1].instructions.append((keyword, args))
+    return global_args, stages
+
+
+def exec_form(args: str) -> list[str]:
+    value = json.loads(args)
+    assert isinstance(value, list) and all(isinstance(v, str) for v in value), args
+    return value
+
+
+def env_of(stage: Stage) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for args in stage.all("ENV"):
+        for word in shlex.split(args):
+            key, sep, value = word.partition("=")
+            assert sep, f"use ENV KEY=value, not the legacy form: {args}"
+            env[key] = value
+    return env
+
+
+def deployment_container() -> dict[str, Any]:
+    deployment = yaml.safe_load(DEPLOYMENT.read_text(encoding="utf-8"))
+    containers = deployment["spec"]["template"]["spec"]["containers"]
+    assert len(containers) == 1
+    result: dict[str, Any] = containers[0]
+    return result
+
+
+@pytest.fixture(scope="module")
+def stages() -> list[Stage]:
+    return parse_dockerfile(DOCKERFILE.read_text(encoding="utf-8"))[1]
+
+
+def test_multi_stage_on_python_slim(stages: list[Stage]) -> None:
+    global_args, _ = parse_dockerfile(DOCKERFILE.read_text(encoding="utf-8"))
+    assert len(stages) >= 2, "build in one stage, run in another"
+
+    def resolve(base: str) -> str:
+        return re.sub(r"\$\{?(\w+)\}?", lambda m: global_args.get(m.group(1), m.group(0)), base)
+
+    for stage in stages:
+        assert re.match(r"^python:3\.1[1-9]-slim", resolve(stage.base)), stage.base
+    assert resolve(stages[0].base) == resolve(stages[-1].base), "the venv must run on the interpreter it was built with"
+
+
+def test_runtime_stage_runs_the_deployment_command(stages: list[Stage]) -> None:
+    runtime = stages[-1]
+    ctr = deployment_container()
+    assert exec_form(runtime.last("ENTRYPOINT")) == ["dra-migrate"]
+    assert exec_form(runtime.last("CMD")) == ctr["args"], "keep CMD and deploy/base/deployment.yaml args equal"
+    assert "command" not in ctr, "the Deployment relies on the image ENTRYPOINT"
+    ports = {p["containerPort"] for p in ctr["ports"]}
+    assert {int(p.split("/")[0]) for p in runtime.last("EXPOSE").split()} == ports
+
+
+def test_runtime_stage_is_non_root_and_lean(stages: list[Stage]) -> None:
+    runtime = stages[-1]
+    user = runtime.last("USER")
+    uid, _, gid = user.partition(":")
+    assert uid == "65532" and gid in {"", "65532"}, f"numeric non-root USER, got {user}"
+    run_as = deployment_container()["securityContext"]["runAsUser"]
+    assert int(uid) == run_as
+
+    env = env_of(runtime)
+    assert env.get("PYTHONDONTWRITEBYTECODE") == "1"
+    assert env.get("PYTHONUNBUFFERED") == "1"
+
+    runs = " ".join(runtime.all("RUN"))
+    for tool in ("apt-get install", "gcc", "build-essential", "pip install"):
+        assert tool not in runs, f"runtime stage must not install build tools ({tool})"
+    copies = runtime.all("COPY")
+    assert copies and all(c.startswith("--from=") for c in copies), "runtime copies only build outputs"
+
+
+def test_dockerignore_keeps_junk_and_secrets_out() -> None:
+    patterns = {
+        line.strip().rstrip("/")
+        for line in DOCKERIGNORE.read_text(encoding="utf-8").splitlines()
+        if line.strip() and not line.startswith("#")
+    }
+    for required in (".git", ".venv", "tests", "deploy", "**/__pycache__", "**/*.key"):
+        assert required in patterns, f".dockerignore must exclude {required}"
+    for needed in ("pyproject.toml", "README.md", "translator", "webhook", "certs", "*", "**"):
+        assert needed not in patterns, f".dockerignore must not exclude {needed} (pip wheel . needs it)"

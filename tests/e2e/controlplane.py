@@ -1,0 +1,433 @@
+"""Locate, start and stop a real local Kubernetes control plane (no kubelet, no Docker).
+
+etcd + kube-apiserver + kube-controller-manager + kube-scheduler run as plain
+processes on 127.0.0.1 with free ports, a temp dir and a generated PKI. Binaries
+come from the same places tests/e2e/build-control-plane.sh looks:
+TEST_ASSET_<NAME>, then $KUBEBUILDER_ASSETS/<name>, then the per-version cache
+${DRA_MIGRATE_CACHE:-~/.cache/dra-migrate}/{k8s,etcd}-vX.Y.Z/ pinned by the
+wrapper modules k8sbins/go.mod and etcdbin/go.mod.
+"""
+
+from __future__ import annotations
+
+import base64
+import ctypes
+import os
+import re
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import yaml
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
+
+from .pki import Pki, create_pki
+
+E2E_DIR = Path(__file__).resolve().parent
+BUILD_SCRIPT = E2E_DIR / "build-control-plane.sh"
+K8S_BINARIES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
+BINARIES = ("etcd", *K8S_BINARIES)
+
+# deployment/replicaset controllers let scenarios use Deployments; node-lifecycle
+# stays off because with no kubelet it would mark every fake node NotReady.
+CONTROLLERS = (
+    "resourceclaim-controller",
+    "garbage-collector-controller",
+    "namespace-controller",
+    "deployment-controller",
+    "replicaset-controller",
+)
+SERVICE_CIDR = "10.0.0.0/24"
+READY_TIMEOUT_S = 180.0
+STOP_TIMEOUT_S = 15.0
+_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
+
+
+# --------------------------------------------------------------------------- binaries
+
+
+@dataclass(frozen=True)
+class PinnedVersions:
+    kubernetes: str  # e.g. "v1.34.4"
+    etcd: str  # e.g. "v3.6.16"
+
+
+def asset_env_var(name: str) -> str:
+    """kube-apiserver -> TEST_ASSET_KUBE_APISERVER (controller-runtime envtest naming)."""
+    return "TEST_ASSET_" + name.upper().replace("-", "_")
+
+
+def cache_root(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    configured = env.get("DRA_MIGRATE_CACHE")
+    return Path(configured) if configured else Path.home() / ".cache" / "dra-migrate"
+
+
+def _pinned(go_mod: Path, module: str) -> str:
+    match = re.search(rf"^\s*(?:require\s+)?{re.escape(module)}\s+(v\S+)", go_mod.read_text(), re.MULTILINE)
+    if not match:
+        raise RuntimeError(f"{module} is not pinned in {go_mod}")
+    return match.group(1)
+
+
+def pinned_versions() -> PinnedVersions:
+    return PinnedVersions(
+        kubernetes=_pinned(E2E_DIR / "k8sbins" / "go.mod", "k8s.io/kubernetes"),
+        etcd=_pinned(E2E_DIR / "etcdbin" / "go.mod", "go.etcd.io/etcd/server/v3"),
+    )
+
+
+def cached_binary_dir(name: str, env: Mapping[str, str] | None = None) -> Path:
+    versions = pinned_versions()
+    if name == "etcd":
+        return cache_root(env) / f"etcd-{versions.etcd}"
+    return cache_root(env) / f"k8s-{versions.kubernetes}"
+
+
+def _executable(path: Path) -> Path | None:
+    return path if path.is_file() and os.access(path, os.X_OK) else None
+
+
+def find_binary(name: str, env: Mapping[str, str] | None = None) -> Path | None:
+    """Same lookup order as build-control-plane.sh; None if the binary is nowhere."""
+    env = os.environ if env is None else env
+    candidates: list[Path] = []
+    if explicit := env.get(asset_env_var(name)):
+        candidates.append(Path(explicit))
+    if assets := env.get("KUBEBUILDER_ASSETS"):
+        candidates.append(Path(assets) / name)
+    candidates.append(cached_binary_dir(name, env) / name)
+    for candidate in candidates:
+        if found := _executable(candidate):
+            return found
+    return None
+
+
+def find_binaries(env: Mapping[str, str] | None = None) -> dict[str, Path] | None:
+    """Paths of all control-plane binaries, or None if any is missing."""
+    found = {name: find_binary(name, env) for name in BINARIES}
+    if any(path is None for path in found.values()):
+        return None
+    return {name: path for name, path in found.items() if path is not None}
+
+
+def missing_binaries(env: Mapping[str, str] | None = None) -> list[str]:
+    return [name for name in BINARIES if find_binary(name, env) is None]
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def free_port() -> int:
+    # The kernel picks an unused port; the tiny race until the server binds it is acceptable here.
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class ManagedProcess:
+    name: str
+    argv: list[str]
+    log_path: Path
+    popen: subprocess.Popen[bytes] | None = None
+    _log: IO[bytes] | None = None
+
+    def start(self) -> None:
+        self._log = self.log_path.open("ab")
+        self.popen = subprocess.Popen(
+            self.argv,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            # Own session: a Ctrl-C aimed at pytest must not kill the cluster before teardown.
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
+
+    def exited(self) -> int | None:
+        return None if self.popen is None else self.popen.poll()
+
+    def terminate(self) -> None:
+        if self.popen is not None and self.popen.poll() is None:
+            self.popen.terminate()
+
+    def wait_or_kill(self, timeout: float) -> None:
+        if self.popen is None:
+            return
+        try:
+            self.popen.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.popen.kill()
+            self.popen.wait(timeout=timeout)
+        finally:
+            if self._log is not None:
+                self._log.close()
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "<no log>"
+
+
+def _die_with_parent() -> None:
+    """In the child: get SIGTERM if pytest dies without running teardown (Linux only)."""
+    if sys.platform == "linux":
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+class StartupError(RuntimeError):
+    pass
+
+
+def _probe(url: str, context: ssl.SSLContext | None) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, context=context, timeout=3) as response:
+            return int(response.status), response.read().decode(errors="replace")
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode(errors="replace")
+    except (OSError, ssl.SSLError) as err:  # not listening yet, connection reset, ...
+        return 0, str(err)
+
+
+def _insecure_tls() -> ssl.SSLContext:
+    # KCM and scheduler serve /healthz with self-signed certs; only liveness is checked there.
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+def wait_until(
+    check: Callable[[], bool],
+    *,
+    timeout: float,
+    interval: float = 0.25,
+    on_poll: Callable[[], None] | None = None,
+) -> bool:
+    """Poll `check` until true or the deadline passes; `on_poll` may raise to abort early."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if on_poll is not None:
+            on_poll()
+        if check():
+            return True
+        time.sleep(interval)
+    return False
+
+
+# --------------------------------------------------------------------------- control plane
+
+
+@dataclass
+class Ports:
+    etcd_client: int = field(default_factory=free_port)
+    etcd_peer: int = field(default_factory=free_port)
+    apiserver: int = field(default_factory=free_port)
+    controller_manager: int = field(default_factory=free_port)
+    scheduler: int = field(default_factory=free_port)
+
+
+class ControlPlane:
+    """One etcd + kube-apiserver + kube-controller-manager + kube-scheduler on loopback."""
+
+    def __init__(self, binaries: Mapping[str, Path], workdir: Path) -> None:
+        self.binaries = dict(binaries)
+        self.workdir = workdir
+        self.log_dir = workdir / "logs"
+        self.ports = Ports()
+        self.server = f"https://127.0.0.1:{self.ports.apiserver}"
+        self.kubeconfig = workdir / "admin.kubeconfig"
+        self.pki: Pki | None = None
+        self.processes: list[ManagedProcess] = []
+
+    # ---- lifecycle
+
+    def start(self, timeout: float = READY_TIMEOUT_S) -> None:
+        """Start all components in dependency order; stops what started if anything fails."""
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.pki = create_pki(self.workdir / "pki")
+        self._write_kubeconfig(self.pki)
+        try:
+            self._start_and_wait("etcd", self._etcd_args(), self._etcd_ready, timeout)
+            self._start_and_wait("kube-apiserver", self._apiserver_args(self.pki), self._apiserver_ready, timeout)
+            self._start_and_wait(
+                "kube-controller-manager",
+                self._controller_manager_args(),
+                self._healthz_ready(self.ports.controller_manager),
+                timeout,
+            )
+            self._start_and_wait(
+                "kube-scheduler", self._scheduler_args(), self._healthz_ready(self.ports.scheduler), timeout
+            )
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        """Stop newest first (etcd last, so the apiserver never loses it mid-shutdown).
+
+        Each process gets SIGTERM, then SIGKILL if it outlives the grace period.
+        """
+        for process in reversed(self.processes):
+            process.terminate()
+            process.wait_or_kill(STOP_TIMEOUT_S)
+
+    def _start_and_wait(self, name: str, args: Sequence[str], ready: Callable[[], bool], timeout: float) -> None:
+        process = ManagedProcess(name, [str(self.binaries[name]), *args], self.log_dir / f"{name}.log")
+        self.processes.append(process)
+        process.start()
+
+        def fail_if_exited() -> None:
+            if (code := process.exited()) is not None:
+                raise StartupError(f"{name} exited with {code}; log {process.log_path}:\n{process.log_tail()}")
+
+        if not wait_until(ready, timeout=timeout, on_poll=fail_if_exited):
+            raise StartupError(f"{name} not ready after {timeout:.0f}s; log {process.log_path}:\n{process.log_tail()}")
+
+    # ---- readiness probes
+
+    def _etcd_ready(self) -> bool:
+        status, body = _probe(f"http://127.0.0.1:{self.ports.etcd_client}/health", None)
+        return status == 200 and '"health":"true"' in body.replace(" ", "")
+
+    def admin_tls_context(self) -> ssl.SSLContext:
+        assert self.pki is not None
+        context = ssl.create_default_context(cafile=str(self.pki.ca.files.cert))
+        context.load_cert_chain(str(self.pki.admin.cert), str(self.pki.admin.key))
+        return context
+
+    def _apiserver_ready(self) -> bool:
+        status, body = _probe(f"{self.server}/readyz", self.admin_tls_context())
+        return status == 200 and body.strip() == "ok"
+
+    def _healthz_ready(self, port: int) -> Callable[[], bool]:
+        def ready() -> bool:
+            status, body = _probe(f"https://127.0.0.1:{port}/healthz", _insecure_tls())
+            return status == 200 and body.strip() == "ok"
+
+        return ready
+
+    # ---- command lines
+
+    def _etcd_args(self) -> list[str]:
+        client = f"http://127.0.0.1:{self.ports.etcd_client}"
+        peer = f"http://127.0.0.1:{self.ports.etcd_peer}"
+        return [
+            "--name=default",
+            f"--data-dir={self.workdir / 'etcd'}",
+            f"--listen-client-urls={client}",
+            f"--advertise-client-urls={client}",
+            f"--listen-peer-urls={peer}",
+            f"--initial-advertise-peer-urls={peer}",
+            f"--initial-cluster=default={peer}",
+            "--unsafe-no-fsync",  # throwaway data; fsync only slows tests down
+        ]
+
+    def _apiserver_args(self, pki: Pki) -> list[str]:
+        return [
+            f"--etcd-servers=http://127.0.0.1:{self.ports.etcd_client}",
+            f"--secure-port={self.ports.apiserver}",
+            # Without these it refuses to start on a host with no default route.
+            "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",
+            f"--cert-dir={self.workdir / 'apiserver'}",
+            f"--tls-cert-file={pki.serving.cert}",
+            f"--tls-private-key-file={pki.serving.key}",
+            f"--client-ca-file={pki.ca.files.cert}",
+            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            f"--service-account-issuer={self.server}",
+            f"--service-account-key-file={pki.service_account_key}",
+            f"--service-account-signing-key-file={pki.service_account_key}",
+            "--authorization-mode=RBAC",
+            "--allow-privileged=true",
+            # No token controller runs, and fake nodes must not get a not-ready taint on create.
+            "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+            # Endpoints may not hold a loopback IP; skip reconciling the `kubernetes` service.
+            "--endpoint-reconciler-type=none",
+        ]
+
+    def _component_common_args(self, port: int) -> list[str]:
+        return [
+            # No --authentication/authorization-kubeconfig: delegated auth would want a
+            # requestheader CA we do not set up, and /healthz is always allowed anyway.
+            f"--kubeconfig={self.kubeconfig}",
+            "--leader-elect=false",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={port}",
+            f"--cert-dir={self.workdir / 'certs'}",
+        ]
+
+    def _controller_manager_args(self) -> list[str]:
+        return [
+            *self._component_common_args(self.ports.controller_manager),
+            f"--controllers={','.join(CONTROLLERS)}",
+        ]
+
+    def _scheduler_args(self) -> list[str]:
+        return self._component_common_args(self.ports.scheduler)
+
+    # ---- clients
+
+    def _write_kubeconfig(self, pki: Pki) -> None:
+        def b64(path: Path) -> str:
+            return base64.b64encode(path.read_bytes()).decode()
+
+        config: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "e2e",
+                    "cluster": {"server": self.server, "certificate-authority-data": b64(pki.ca.files.cert)},
+                }
+            ],
+            "users": [
+                {
+                    "name": "admin",
+                    "user": {
+                        "client-certificate-data": b64(pki.admin.cert),
+                        "client-key-data": b64(pki.admin.key),
+                    },
+                }
+            ],
+            "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": "admin"}}],
+            "current-context": "e2e",
+        }
+        self.kubeconfig.write_text(yaml.safe_dump(config))
+        self.kubeconfig.chmod(0o600)
+
+    def new_api_client(self) -> k8s_client.ApiClient:
+        api_client: k8s_client.ApiClient = k8s_config.new_client_from_config(  # type: ignore[no-untyped-call]
+            config_file=str(self.kubeconfig)
+        )
+        return api_client
+
+    def kubectl(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        """Run the pinned kubectl against this cluster (handy for debugging and `apply -f`)."""
+        argv = [str(self.binaries["kubectl"]), f"--kubeconfig={self.kubeconfig}", *args]
+        return subprocess.run(argv, check=check, capture_output=True, text=True, timeout=120)
+
+    def log_paths(self) -> dict[str, Path]:
+        return {process.name: process.log_path for process in self.processes}
+
+
+def server_git_version(api_client: k8s_client.ApiClient) -> str:
+    return str(k8s_client.VersionApi(api_client).get_code().git_version)
+
+
+def remove_workdir(workdir: Path) -> None:
+    shutil.rmtree(workdir, ignore_errors=True)

@@ -1,0 +1,35 @@
+"""Shared helpers for the translator tests: run the CLI in-process and capture its streams."""
+
+from __future__ import annotations
+
+import io
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from translator_cli_support import CliResult, Runner
+
+from translator.cli import main
+
+CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+
+
+@pytest.fixture
+def run_cli(monkeypatch: pytest.MonkeyPatch) -> Iterator[Runner]:
+    def run(*args: str, stdin: str = "") -> CliResult:
+        out, err = io.StringIO(), io.StringIO()
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+        monkeypatch.setattr(sys, "stdout", out)
+        monkeypatch.setattr(sys, "stderr", err)
+        code = main(list(args))
+        return CliResult(code, out.getvalue(), err.getvalue())
+
+    yield run
+
+
+@pytest.fixture(scope="session")
+def corpus() -> Path:
+    if not CORPUS.is_dir():
+        pytest.skip(f"corpus not found at {CORPUS}")
+    return CORPUS

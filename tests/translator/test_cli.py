@@ -1,0 +1,230 @@
+"""The translator's command line: inputs, outputs, exit codes, reports and error handling."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from translator_cli_support import Runner
+
+GPU_POD = """\
+# leading comment
+apiVersion: v1
+kind: Pod
+metadata:
+  name: gpu
+  namespace: ml
+spec:
+  containers:
+  - name: main   # the app
+    image: cuda:12
+    resources:
+      limits:
+        nvidia.com/gpu: 2 # two GPUs
+        memory: 1Gi
+"""
+
+CONFIGMAP = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}   # flow style stays
+data:
+  key: 'single quoted'
+"""
+
+
+def _docs(text: str) -> list[dict]:
+    return [d for d in yaml.safe_load_all(text) if d is not None]
+
+
+def test_convert_stdin_to_stdout_adds_template_and_keeps_comments(run_cli: Runner) -> None:
+    result = run_cli("convert", "-", stdin=GPU_POD)
+    assert result.code == 0, result.stderr
+    docs = _docs(result.stdout)
+    pod, template = docs
+    container = pod["spec"]["containers"][0]
+    assert container["resources"]["limits"] == {"memory": "1Gi"}
+    assert container["resources"]["claims"] == [{"name": "main-gpu"}]
+    assert pod["spec"]["resourceClaims"] == [
+        {"name": "main-gpu", "resourceClaimTemplateName": template["metadata"]["name"]}
+    ]
+    assert template["metadata"]["namespace"] == "ml"
+    assert template["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] == 2
+    for comment in ("# leading comment", "# the app"):
+        assert comment in result.stdout
+
+
+def test_untouched_documents_are_byte_identical(run_cli: Runner, tmp_path: Path) -> None:
+    source = tmp_path / "in.yaml"
+    source.write_text(CONFIGMAP + "---\n" + GPU_POD)
+    result = run_cli("convert", str(source))
+    assert result.code == 0
+    assert result.stdout.startswith(CONFIGMAP + "---\n")
+
+
+def test_diff_exit_codes(run_cli: Runner, tmp_path: Path) -> None:
+    clean = tmp_path / "clean.yaml"
+    clean.write_text(CONFIGMAP)
+    gpu = tmp_path / "gpu.yaml"
+    gpu.write_text(GPU_POD)
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("apiVersion: v1\nkind: Pod\nmetadata: [unclosed\n")
+
+    nothing = run_cli("diff", str(clean))
+    assert (nothing.code, nothing.stdout) == (0, "")
+    changes = run_cli("diff", str(gpu))
+    assert changes.code == 1
+    assert f"--- a/{gpu}" in changes.stdout and "-        nvidia.com/gpu: 2 # two GPUs" in changes.stdout
+    assert run_cli("diff", str(broken)).code == 2
+
+
+def test_invalid_yaml_names_file_and_line_without_traceback(run_cli: Runner, tmp_path: Path) -> None:
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("apiVersion: v1\nkind: Pod\nmetadata: [unclosed\n")
+    result = run_cli("convert", "--report", "text", str(broken))
+    assert result.code == 2
+    assert str(broken) in result.stderr and "line" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_json_in_json_out_with_same_indentation(run_cli: Runner, tmp_path: Path) -> None:
+    pod = yaml.safe_load(GPU_POD)
+    source = tmp_path / "pod.json"
+    source.write_text(json.dumps(pod, indent=4) + "\n")
+    out_dir = tmp_path / "out"
+    assert run_cli("convert", "-o", str(out_dir), str(source)).code == 0
+    text = (out_dir / "pod.json").read_text()
+    converted = json.loads(text)
+    assert converted["kind"] == "List"  # the object and its template travel together
+    assert [i["kind"] for i in converted["items"]] == ["Pod", "ResourceClaimTemplate"]
+    assert text.startswith('{\n    "')
+
+
+def test_output_dir_mirrors_tree_and_in_place_rewrites_only_changed(run_cli: Runner, tmp_path: Path) -> None:
+    tree = tmp_path / "repo"
+    (tree / "apps").mkdir(parents=True)
+    (tree / "apps" / "gpu.yaml").write_text(GPU_POD)
+    (tree / "settings.yml").write_text(CONFIGMAP)
+    (tree / "README.md").write_text("not yaml")
+    out = tmp_path / "out"
+    assert run_cli("convert", "-o", str(out), str(tree)).code == 0
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == [
+        "apps/gpu.yaml",
+        "settings.yml",
+    ]
+    assert (out / "settings.yml").read_text() == CONFIGMAP
+
+    before = (tree / "settings.yml").stat().st_mtime_ns
+    assert run_cli("convert", "--in-place", "--exclude", "settings.yml", str(tree)).code == 0
+    assert "resourceClaims" in (tree / "apps" / "gpu.yaml").read_text()
+    assert (tree / "settings.yml").stat().st_mtime_ns == before
+    again = run_cli("diff", str(tree))
+    assert again.code == 0, again.stdout  # idempotent: converting the output changes nothing
+
+
+def test_in_place_failure_leaves_file_intact(
+    run_cli: Runner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "gpu.yaml"
+    target.write_text(GPU_POD)
+
+    def refuse(self: Path, other: Path) -> Path:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Path, "replace", refuse)
+    with pytest.raises(OSError):
+        run_cli("convert", "--in-place", str(target))
+    assert target.read_text() == GPU_POD
+    assert [p.name for p in tmp_path.iterdir()] == ["gpu.yaml"]  # no temporary file left
+
+
+def test_templates_deduplicated_across_files_and_templates_file(run_cli: Runner, tmp_path: Path) -> None:
+    for name in ("a.yaml", "b.yaml"):
+        (tmp_path / name).write_text(GPU_POD.replace("name: gpu", f"name: {name[0]}"))
+    inline = run_cli("convert", str(tmp_path))
+    kinds = [d["kind"] for d in _docs(inline.stdout)]
+    assert kinds == ["Pod", "ResourceClaimTemplate", "Pod"]
+    templates = tmp_path / "templates.yaml"
+    separate = run_cli("convert", "--templates-file", str(templates), str(tmp_path / "a.yaml"))
+    assert [d["kind"] for d in _docs(separate.stdout)] == ["Pod"]
+    assert [d["kind"] for d in _docs(templates.read_text())] == ["ResourceClaimTemplate"]
+
+
+def test_namespace_less_workload_gets_namespace_less_template(run_cli: Runner) -> None:
+    text = GPU_POD.replace("  namespace: ml\n", "")
+    _, template = _docs(run_cli("convert", "-", stdin=text).stdout)
+    assert "namespace" not in template["metadata"]
+
+
+def test_existing_templates_are_not_emitted_again(run_cli: Runner, tmp_path: Path) -> None:
+    first = run_cli("convert", "-", stdin=GPU_POD).stdout
+    template = _docs(first)[1]
+    (tmp_path / "templates.yaml").write_text(yaml.safe_dump(template))
+    (tmp_path / "pod.yaml").write_text(GPU_POD)
+    kinds = [d["kind"] for d in _docs(run_cli("convert", str(tmp_path / "pod.yaml"), str(tmp_path / "templates.yaml")).stdout)]
+    assert kinds.count("ResourceClaimTemplate") == 1
+
+
+def test_json_report_goes_to_report_file_not_output(run_cli: Runner, tmp_path: Path) -> None:
+    report = tmp_path / "report.json"
+    result = run_cli("convert", "--report", "json", "--report-file", str(report), "-", stdin=GPU_POD)
+    assert "targetVersion" not in result.stdout and result.stderr == ""
+    data = json.loads(report.read_text())
+    assert data["summary"]["documentsChanged"] == 1
+    row = next(r for r in data["findings"] if r["rule"] == "device-plugin-to-claim")
+    assert row["kind"] == "Pod" and row["name"] == "gpu" and row["namespace"] == "ml" and row["document"] == 0
+    assert row["path"] == "spec.containers[0].resources" and row["severity"] == "info"
+
+
+def test_json_report_on_stderr(run_cli: Runner) -> None:
+    result = run_cli("convert", "--report", "json", "-", stdin=GPU_POD)
+    assert json.loads(result.stderr)["summary"]["files"] == 1
+    assert _docs(result.stdout)[0]["kind"] == "Pod"
+
+
+def test_templated_and_values_files_are_skipped_not_errors(run_cli: Runner, corpus: Path) -> None:
+    helm = corpus / "templated" / "opea-project__GenAIInfra__helm-charts__common__tgi__templates__deployment.yaml"
+    values = corpus / "templated" / "opea-project__GenAIInfra__helm-charts__common__tgi__nv-values.yaml"
+    result = run_cli("convert", "--report", "json", str(helm), str(values))
+    assert result.code == 0, result.stderr
+    rows = json.loads(result.stderr)["findings"]
+    assert {r["rule"] for r in rows} == {"skipped"}
+    assert result.stdout.count("nvidia.com/gpu") == helm.read_text().count("nvidia.com/gpu") + values.read_text().count(
+        "nvidia.com/gpu"
+    )
+
+
+def test_validate_flags_schema_errors(run_cli: Runner) -> None:
+    bad = GPU_POD.replace("    image: cuda:12\n", "    image: cuda:12\n    imagePullPolicy: 7\n")
+    result = run_cli("convert", "--validate", "--report", "json", "-", stdin=bad)
+    assert result.code == 2
+    assert any(r["rule"] == "schema" for r in json.loads(result.stderr)["findings"])
+    assert run_cli("convert", "--validate", "-", stdin=GPU_POD).code == 0
+
+
+def test_bad_config_is_a_clear_error(run_cli: Runner, tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text("mappings:\n- resource: a.com/b\n  deviceclass: x\n")
+    result = run_cli("convert", "--config", str(config), "-", stdin=GPU_POD)
+    assert result.code == 2
+    assert str(config) in result.stderr and "deviceclass" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert run_cli("convert", "--target-version", "1.29", "-", stdin=GPU_POD).code == 2
+
+
+def test_target_version_downgrade_to_v1beta1(run_cli: Runner) -> None:
+    result = run_cli("convert", "--target-version", "1.32", "-", stdin=GPU_POD)
+    template = _docs(result.stdout)[1]
+    assert template["apiVersion"] == "resource.k8s.io/v1beta1"
+    assert template["spec"]["spec"]["devices"]["requests"][0]["deviceClassName"] == "gpu.nvidia.com"
+
+
+def test_kind_list_is_converted(run_cli: Runner) -> None:
+    pod = yaml.safe_load(GPU_POD)
+    listing = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [pod]})
+    docs = _docs(run_cli("convert", "-", stdin=listing).stdout)
+    assert docs[0]["kind"] == "List"
+    assert "resourceClaims" in docs[0]["items"][0]["spec"]
+    assert docs[1]["kind"] == "ResourceClaimTemplate"

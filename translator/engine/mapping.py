@@ -1,0 +1,205 @@
+"""Which device-plugin resource names become which DRA device requests.
+
+A mapping entry names a resource exactly (`resource`) or by a full-match regular expression
+(`pattern`) whose named groups can be used as `${group}` in the DeviceClass name and in CEL
+selectors (the MIG profile, for example). Entries marked `unconvertible` are known names that
+must stay as they are, with the reason reported to the user.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+# Names that already reach DRA through the scheduler (KEP-5004 implicit names, dra-api.md section 5).
+IMPLICIT_DEVICE_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
+
+
+@dataclass(frozen=True, slots=True)
+class OpaqueConfig:
+    driver: str
+    parameters: Mapping[str, Any]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"driver": self.driver, "parameters": json.loads(json.dumps(self.parameters))}
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceMapping:
+    """One entry of the mapping table, as written in a config file or built in."""
+
+    resource: str | None = None
+    pattern: str | None = None
+    device_class_name: str | None = None
+    selectors: tuple[str, ...] = ()
+    config: tuple[OpaqueConfig, ...] = ()
+    request_name: str | None = None
+    unconvertible: str | None = None
+    keeps_unconverted: tuple[str, ...] = ()
+    compiled: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def key(self) -> str:
+        return self.resource if self.resource is not None else f"pattern:{self.pattern}"
+
+    def match(self, name: str) -> dict[str, str] | None:
+        if self.resource is not None:
+            return {} if name == self.resource else None
+        assert self.compiled is not None
+        found = self.compiled.fullmatch(name)
+        return None if found is None else {k: v for k, v in found.groupdict().items() if v is not None}
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceRequestSpec:
+    """What a converted resource asks DRA for; equal specs share a ResourceClaimTemplate."""
+
+    resource: str
+    device_class_name: str
+    selectors: tuple[str, ...]
+    config: tuple[OpaqueConfig, ...]
+    request_name: str
+
+    def identity(self) -> str:
+        """Canonical text of everything that makes two requests interchangeable."""
+        return json.dumps(
+            {
+                "class": self.device_class_name,
+                "selectors": list(self.selectors),
+                "config": [c.as_dict() for c in self.config],
+                "request": self.request_name,
+            },
+            sort_keys=True,
+            separators=(",", ":"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Unconvertible:
+    resource: str
+    reason: str
+    keeps_unconverted: tuple[str, ...]
+
+
+def _sub(template: str, captures: Mapping[str, str]) -> str:
+    """Replace `${group}` by the capture (empty if the group did not take part); a lone `$` (a CEL regex
+    anchor, say) stays as written."""
+    return re.sub(r"\$\{(\w+)\}", lambda m: captures.get(m.group(1), ""), template)
+
+
+def request_name_for(resource: str) -> str:
+    """A DNS label from the last segment of a resource name: `nvidia.com/mig-1g.5gb` -> `mig-1g-5gb`."""
+    tail = resource.rsplit("/", 1)[-1].lower()
+    label = re.sub(r"[^a-z0-9-]+", "-", tail).strip("-")[:63].strip("-")
+    return label or "devices"
+
+
+class MappingTable:
+    """Ordered lookup: user entries first (they override built-ins with the same key), then built-ins."""
+
+    def __init__(self, entries: Sequence[DeviceMapping]) -> None:
+        self.entries = tuple(entries)
+        self._exact = {e.resource: e for e in reversed(self.entries) if e.resource is not None}
+        self._patterns = [e for e in self.entries if e.pattern is not None]
+        self._cache: dict[str, DeviceRequestSpec | Unconvertible | None] = {}
+
+    def resolve(self, resource: str) -> DeviceRequestSpec | Unconvertible | None:
+        if resource not in self._cache:
+            self._cache[resource] = self._resolve(resource)
+        return self._cache[resource]
+
+    def _resolve(self, resource: str) -> DeviceRequestSpec | Unconvertible | None:
+        entry = self._exact.get(resource)
+        captures: dict[str, str] | None = {} if entry is not None else None
+        if entry is None:
+            for candidate in self._patterns:
+                captures = candidate.match(resource)
+                if captures is not None:
+                    entry = candidate
+                    break
+        if entry is None or captures is None:
+            return None
+        if entry.unconvertible is not None:
+            return Unconvertible(resource, entry.unconvertible, entry.keeps_unconverted)
+        assert entry.device_class_name is not None
+        return DeviceRequestSpec(
+            resource=resource,
+            device_class_name=_sub(entry.device_class_name, captures),
+            selectors=tuple(_sub(s, captures) for s in entry.selectors),
+            config=entry.config,
+            request_name=entry.request_name or request_name_for(resource),
+        )
+
+    def exact_names(self) -> list[str]:
+        return [e.resource for e in self.entries if e.resource is not None and e.unconvertible is None]
+
+    def patterns(self) -> list[str]:
+        return [e.pattern for e in self.entries if e.pattern is not None and e.unconvertible is None]
+
+
+def is_extended_resource(name: str) -> bool:
+    """Extended resources are domain-prefixed names outside `kubernetes.io/` (core validation rules)."""
+    if "/" not in name or name.startswith("requests."):
+        return False
+    if name.startswith(IMPLICIT_DEVICE_CLASS_PREFIX):
+        return True
+    domain = name.split("/", 1)[0]
+    return domain != "kubernetes.io" and not domain.endswith(".kubernetes.io")
+
+
+_HAMI_SHARE = (
+    "a HAMi vGPU share (memory/cores fraction) has no DRA device-count equivalent; "
+    "the container's nvidia.com/gpu stays with it"
+)
+
+# Built-in table (field-notes.md, "Device-plugin names and their DRA counterparts").
+BUILTIN_MAPPINGS: tuple[dict[str, Any], ...] = (
+    {"resource": "nvidia.com/gpu", "deviceClassName": "gpu.nvidia.com", "requestName": "gpu"},
+    {
+        "pattern": r"nvidia\.com/mig-(?P<profile>[0-9]+g\.[0-9]+gb(?:\+me)?)",
+        "deviceClassName": "mig.nvidia.com",
+        "selectors": ['device.attributes["gpu.nvidia.com"].profile == "${profile}"'],
+        "requestName": "mig",
+    },
+    {
+        "resource": "nvidia.com/gpu.shared",
+        "unconvertible": "time-slicing replicas share one GPU; a replica has no DRA device-count equivalent",
+    },
+    {"resource": "nvidia.com/gpumem", "unconvertible": _HAMI_SHARE, "keepsUnconverted": ["nvidia.com/gpu"]},
+    {"resource": "nvidia.com/gpucores", "unconvertible": _HAMI_SHARE, "keepsUnconverted": ["nvidia.com/gpu"]},
+    {
+        "resource": "nvidia.com/gpumem-percentage",
+        "unconvertible": _HAMI_SHARE,
+        "keepsUnconverted": ["nvidia.com/gpu"],
+    },
+    {"resource": "amd.com/gpu", "deviceClassName": "gpu.amd.com", "requestName": "gpu"},
+    {
+        "pattern": r"gpu\.intel\.com/(?P<driver>i915|xe)",
+        "deviceClassName": "gpu.intel.com",
+        "selectors": ['device.attributes["gpu.intel.com"].driver == "${driver}"'],
+        "requestName": "gpu",
+    },
+    {"resource": "habana.ai/gaudi", "deviceClassName": "gaudi.intel.com", "requestName": "gaudi"},
+    {"resource": "google.com/tpu", "deviceClassName": "tpu.google.com", "requestName": "tpu"},
+    {"resource": "aws.amazon.com/neuron", "deviceClassName": "neuron.aws.com", "requestName": "neuron"},
+    {"resource": "aws.amazon.com/neurondevice", "deviceClassName": "neuron.aws.com", "requestName": "neuron"},
+    {
+        "resource": "aws.amazon.com/neuroncore",
+        "unconvertible": "a NeuronCore is a part of a Neuron device (2 to 8 per device): a core count is "
+        "not a device count; map it in a config file once your driver publishes cores as devices",
+    },
+    {"resource": "vpc.amazonaws.com/efa", "deviceClassName": "efa.networking.k8s.aws", "requestName": "efa"},
+    {"resource": "example.com/gpu", "deviceClassName": "gpu.example.com", "requestName": "gpu"},
+    {
+        "pattern": r"(?P<device>[a-z0-9-]+)\.example\.com/(?P<name>[a-z0-9-]+)",
+        "deviceClassName": "${device}.example.com",
+        "requestName": "devices",
+    },
+    {
+        "resource": "sgx.intel.com/epc",
+        "unconvertible": "SGX EPC is a memory size, not a device count",
+    },
+)

@@ -1,0 +1,59 @@
+"""Device counts from Kubernetes resource quantities (ints or strings like "2", '1', "1000m")."""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+
+_SUFFIXES = {
+    "": Decimal(1),
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"),
+    "k": Decimal("1e3"),
+    "M": Decimal("1e6"),
+    "G": Decimal("1e9"),
+    "T": Decimal("1e12"),
+    "P": Decimal("1e15"),
+    "E": Decimal("1e18"),
+    "Ki": Decimal(2**10),
+    "Mi": Decimal(2**20),
+    "Gi": Decimal(2**30),
+    "Ti": Decimal(2**40),
+    "Pi": Decimal(2**50),
+    "Ei": Decimal(2**60),
+}
+_QUANTITY = re.compile(r"([+-]?(?:\d+\.?\d*|\.\d+))(?:(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])|[eE]([+-]?\d+))?")
+
+
+class QuantityError(ValueError):
+    pass
+
+
+def parse_quantity(value: object) -> Decimal:
+    """Parse the Kubernetes quantity grammar; bools and other YAML types are rejected."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise QuantityError(f"{value!r} is not a quantity")
+    if isinstance(value, int | float):
+        return Decimal(str(value))
+    match = _QUANTITY.fullmatch(value.strip())
+    if not match:
+        raise QuantityError(f"{value!r} is not a quantity")
+    number, suffix, exponent = match.groups()
+    try:
+        base = Decimal(number)
+    except InvalidOperation as exc:  # pragma: no cover - the regex admits only decimals
+        raise QuantityError(f"{value!r} is not a quantity") from exc
+    if exponent is not None:
+        return base.scaleb(int(exponent))
+    return base * _SUFFIXES[suffix or ""]
+
+
+def device_count(value: object) -> int:
+    """A whole, non-negative device count; extended resources cannot be fractional."""
+    quantity = parse_quantity(value)
+    if quantity < 0:
+        raise QuantityError(f"{value!r} is negative")
+    if quantity != quantity.to_integral_value():
+        raise QuantityError(f"{value!r} is not a whole number of devices")
+    return int(quantity)

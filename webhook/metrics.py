@@ -1,0 +1,85 @@
+"""Prometheus metrics of the webhook.
+
+gunicorn runs several worker processes, so `serve` points PROMETHEUS_MULTIPROC_DIR at a fresh
+temporary directory before prometheus_client is imported: every worker writes its samples
+there, and /metrics (answered by any worker) adds them up. Without the variable (tests,
+in-process use) the ordinary in-memory registry is used.
+
+    dra_migrate_webhook_reviews_total{outcome}                  AdmissionReviews answered
+    dra_migrate_webhook_conversions_total{resource,mode}        resource names converted
+    dra_migrate_webhook_review_duration_seconds                 /mutate latency (histogram)
+    dra_migrate_webhook_templates_created_total                 ResourceClaimTemplates created
+    dra_migrate_webhook_api_errors_total{operation,reason}      failed Kubernetes API calls
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+
+REVIEWS = Counter("dra_migrate_webhook_reviews", "AdmissionReviews answered, by outcome.", ["outcome"])
+CONVERSIONS = Counter(
+    "dra_migrate_webhook_conversions",
+    "Device-plugin resource names converted to claims per pod (mode=audit: would have been).",
+    ["resource", "mode"],
+)
+LATENCY = Histogram(
+    "dra_migrate_webhook_review_duration_seconds",
+    "Time to answer POST /mutate, from the parsed request to the encoded response.",
+    buckets=(0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
+)
+TEMPLATES_CREATED = Counter("dra_migrate_webhook_templates_created", "ResourceClaimTemplates created.")
+API_ERRORS = Counter(
+    "dra_migrate_webhook_api_errors",
+    "Kubernetes API calls that failed (timeouts, unreachable, error statuses).",
+    ["operation", "reason"],
+)
+
+INVALID_OUTCOME = "invalid"
+
+
+def record_review(outcome: str, seconds: float, converted: Iterable[str] = (), mode: str = "enforce") -> None:
+    REVIEWS.labels(outcome).inc()
+    LATENCY.observe(seconds)
+    for resource in converted:
+        CONVERSIONS.labels(resource, mode).inc()
+
+
+def template_created() -> None:
+    TEMPLATES_CREATED.inc()
+
+
+def api_error(operation: str, reason: str) -> None:
+    API_ERRORS.labels(operation, reason).inc()
+
+
+_multiprocess_registry: CollectorRegistry | None = None
+
+
+def exposition() -> tuple[bytes, str]:
+    """The text format body and its content type, summed over all workers when multiprocess."""
+    global _multiprocess_registry
+    if os.environ.get(MULTIPROC_ENV):
+        if _multiprocess_registry is None:
+            _multiprocess_registry = CollectorRegistry()
+            multiprocess.MultiProcessCollector(_multiprocess_registry)  # type: ignore[no-untyped-call]
+        return generate_latest(_multiprocess_registry), CONTENT_TYPE_LATEST
+    return generate_latest(REGISTRY), CONTENT_TYPE_LATEST
+
+
+def worker_exited(pid: int) -> None:
+    """gunicorn child_exit hook: drop the dead worker's live-gauge files (counters are kept)."""
+    if os.environ.get(MULTIPROC_ENV):
+        multiprocess.mark_process_dead(pid)  # type: ignore[no-untyped-call]
