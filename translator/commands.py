@@ -89,13 +89,13 @@ def _read(source: Source, stdin_text: str | None) -> str:
 
 
 def _note_existing_templates(sources: Iterable[Source], stdin_text: str | None, registry: TemplateRegistry) -> None:
-    """Templates already in the inputs (from an earlier run) are not emitted again."""
+    """Templates already in the inputs are not emitted again; KEP-5004 DeviceClasses there are noted."""
     for source in sources:
         try:
             text = _read(source, stdin_text)
         except (OSError, UnicodeDecodeError):
             continue
-        if "ResourceClaimTemplate" not in text:
+        if "ResourceClaimTemplate" not in text and "extendedResourceName" not in text:
             continue
         try:
             documents = list(yaml.load_all(text, Loader=yaml.CSafeLoader))
@@ -110,6 +110,8 @@ def _note_existing_templates(sources: Iterable[Source], stdin_text: str | None, 
             for item in items:
                 if isinstance(item, dict) and item.get("kind") == "ResourceClaimTemplate":
                     registry.note_existing(item)
+                elif isinstance(item, dict) and item.get("kind") == "DeviceClass":
+                    registry.note_device_class(item)
 
 
 class Run:

@@ -7,14 +7,14 @@ surgically (translator.yamltext) so comments and layout around the change surviv
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
 from translator.engine import Config, Finding, convert
-from translator.engine.findings import Severity
+from translator.engine.findings import Severity, json_path
 from translator.engine.schema import validate_object
 from translator.registry import TemplateRegistry
 from translator.sources import Source
@@ -108,6 +108,8 @@ def _convert_document(obj: Any, report: DocumentReport, registry: TemplateRegist
         return _Converted(obj, False, [])
     result = convert(obj, options.config)
     report.findings.extend(result.findings)
+    if result.changed and registry.served_names:
+        report.findings.extend(_served_by_device_class(obj, registry.served_names, options))
     new_templates = [t for t in result.templates if registry.claim(t)]
     if result.object is None:
         report.status = "dropped"
@@ -116,6 +118,34 @@ def _convert_document(obj: Any, report: DocumentReport, registry: TemplateRegist
     if options.validate and result.object is not None:
         _validate(report, [result.object, *new_templates], options)
     return _Converted(result.object, result.changed, new_templates)
+
+
+def _requested_names(obj: dict[str, Any], options: RunOptions) -> Iterator[tuple[str, str]]:
+    """(JSON path, resource name) of every container request and limit in the object's pod specs."""
+    for path, pod_spec in options.config.workloads.pod_specs(obj):
+        for kind in ("initContainers", "containers"):
+            for index, container in enumerate(pod_spec.get(kind) or []):
+                resources = container.get("resources") if isinstance(container, dict) else None
+                if not isinstance(resources, dict):
+                    continue
+                for section in ("limits", "requests"):
+                    for name in resources.get(section) or {}:
+                        yield json_path(*path, kind, index, "resources", section, name), str(name)
+
+
+def _served_by_device_class(obj: dict[str, Any], served: dict[str, str], options: RunOptions) -> list[Finding]:
+    """Converted names that a DeviceClass in the same inputs already serves (KEP-5004): say so."""
+    return [
+        Finding(
+            Severity.WARNING,
+            "extended-resource-class",
+            path,
+            f"{name} is also served by DeviceClass {served[name]!r} in these inputs through "
+            "spec.extendedResourceName (KEP-5004), which needs no pod change; converted anyway",
+        )
+        for path, name in _requested_names(obj, options)
+        if name in served and options.config.mappings.resolve(name) is not None
+    ]
 
 
 def _dump_yaml(obj: Any) -> str:

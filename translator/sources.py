@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,14 +42,22 @@ def discover(paths: Sequence[str], include: Sequence[str] = (), exclude: Sequenc
             continue
         root = Path(raw)
         if root.is_dir():
-            for path in sorted(p for p in root.rglob("*") if p.is_file()):
-                relative = path.relative_to(root)
-                if any(part.startswith(".") for part in relative.parts):
-                    continue
-                if _matches(relative, patterns) and not _matches(relative, exclude):
-                    yield Source(path, relative)
+            yield from _walk(root, patterns, exclude)
         else:
             yield Source(root, Path(root.name))
+
+
+def _walk(root: Path, patterns: Sequence[str], exclude: Sequence[str]) -> Iterator[Source]:
+    """Sorted, lazy, one directory listing at a time: memory does not grow with the tree."""
+    for directory, subdirectories, files in os.walk(root):
+        subdirectories[:] = sorted(d for d in subdirectories if not d.startswith("."))
+        base = Path(directory)
+        for name in sorted(files):
+            if name.startswith("."):
+                continue
+            relative = (base / name).relative_to(root)
+            if _matches(relative, patterns) and not _matches(relative, exclude):
+                yield Source(base / name, relative)
 
 
 def has_stdin(paths: Sequence[str]) -> bool:

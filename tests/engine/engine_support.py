@@ -89,16 +89,21 @@ def pod_of(
     return pod(body)
 
 
+# --- results ----------------------------------------------------------------------------------
+
+
+def converted(result: ConversionResult) -> dict[str, Any]:
+    """The converted object; fails the test when the engine dropped it."""
+    assert result.object is not None, "object was dropped"
+    return result.object
+
+
 # --- findings ---------------------------------------------------------------------------------
 
 
-def findings(
-    result: ConversionResult, rule: str | None = None, severity: Severity | None = None
-) -> list[Finding]:
+def findings(result: ConversionResult, rule: str | None = None, severity: Severity | None = None) -> list[Finding]:
     return [
-        f
-        for f in result.findings
-        if (rule is None or f.rule == rule) and (severity is None or f.severity is severity)
+        f for f in result.findings if (rule is None or f.rule == rule) and (severity is None or f.severity is severity)
     ]
 
 
@@ -218,7 +223,9 @@ def template_request(template: Mapping[str, Any]) -> tuple[DeviceKey, int]:
     return (body["deviceClassName"], selectors), int(body.get("count", 1))
 
 
-def generated_claims(pod_spec: Mapping[str, Any], templates: Iterable[Mapping[str, Any]]) -> dict[str, tuple[DeviceKey, int]]:
+def generated_claims(
+    pod_spec: Mapping[str, Any], templates: Iterable[Mapping[str, Any]]
+) -> dict[str, tuple[DeviceKey, int]]:
     """Pod claim name -> (device key, count) for the claims that use one of `templates`."""
     by_name = {t["metadata"]["name"]: template_request(t) for t in templates}
     out: dict[str, tuple[DeviceKey, int]] = {}
@@ -241,7 +248,9 @@ def container_claims(item: Mapping[str, Any]) -> list[str]:
     return [c["name"] for c in (item.get("resources") or {}).get("claims") or []]
 
 
-def visible(pod_spec: Mapping[str, Any], templates: Iterable[Mapping[str, Any]]) -> dict[tuple[str, int], Counter[DeviceKey]]:
+def visible(
+    pod_spec: Mapping[str, Any], templates: Iterable[Mapping[str, Any]]
+) -> dict[tuple[str, int], Counter[DeviceKey]]:
     """Per container: devices of generated claims it can see, per device key."""
     claims = generated_claims(pod_spec, list(templates))
     out: dict[tuple[str, int], Counter[DeviceKey]] = {}

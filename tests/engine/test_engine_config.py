@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from engine_support import MIG_SELECTOR, container, errors, findings, gpu, pod_of, schema_errors
+from engine_support import MIG_SELECTOR, container, converted, errors, findings, gpu, pod_of, schema_errors
 
 from translator.engine import ConfigError, Severity, convert, default_config, parse_config
 
@@ -37,7 +37,7 @@ def test_user_entry_overrides_a_builtin_with_the_same_key() -> None:
     result = convert(pod_of([container("c", gpu(1))]), cfg)
     assert request_of(result)["name"] == "accel"
     assert request_of(result)["exactly"]["deviceClassName"] == "gpu.example.com"
-    assert result.object["spec"]["resourceClaims"][0]["name"] == "c-accel"
+    assert converted(result)["spec"]["resourceClaims"][0]["name"] == "c-accel"
 
 
 def test_user_entry_can_make_an_unconvertible_builtin_convertible() -> None:
@@ -93,7 +93,9 @@ def test_user_pattern_overrides_the_builtin_mig_pattern() -> None:
 def test_dollar_signs_in_cel_that_are_not_placeholders_are_kept() -> None:
     """Regression: selectors went through string.Template, so a CEL regex anchor made convert() raise."""
     expression = 'device.attributes["acme.com"].model.matches("^A100.*$")'
-    cfg = parse_config({"mappings": [{"resource": "acme.com/gpu", "deviceClassName": "gpu.acme.com", "selectors": [expression]}]})
+    cfg = parse_config(
+        {"mappings": [{"resource": "acme.com/gpu", "deviceClassName": "gpu.acme.com", "selectors": [expression]}]}
+    )
     result = convert(pod_of([container("c", {"acme.com/gpu": 1})]), cfg)
     assert request_of(result)["exactly"]["selectors"] == [{"cel": {"expression": expression}}]
 
@@ -165,22 +167,50 @@ def test_target_and_node_name_settings() -> None:
         ({"mapping": []}, "(top level)", "'mapping' was unexpected"),
         ({"mappings": [{"resource": "a.io/b", "deviceclass": "x"}]}, "mappings[0]", "'deviceclass' was unexpected"),
         (
-            {"mappings": [{"resource": "a.io/b", "deviceClassName": "x", "config": [{"driver": "d.io", "parameters": {}, "x": 1}]}]},
+            {
+                "mappings": [
+                    {
+                        "resource": "a.io/b",
+                        "deviceClassName": "x",
+                        "config": [{"driver": "d.io", "parameters": {}, "x": 1}],
+                    }
+                ]
+            },
             "mappings[0].config[0]",
             "'x' was unexpected",
         ),
-        ({"mappings": [{"resource": "a.io/b", "pattern": "a", "deviceClassName": "x"}]}, "mappings[0]", "valid under each"),
+        (
+            {"mappings": [{"resource": "a.io/b", "pattern": "a", "deviceClassName": "x"}]},
+            "mappings[0]",
+            "valid under each",
+        ),
         ({"mappings": [{"deviceClassName": "x"}]}, "mappings[0]", "is not valid under any"),
-        ({"mappings": [{"pattern": "(", "deviceClassName": "x"}]}, "mappings[0].pattern", "not a valid regular expression"),
-        ({"mappings": [{"pattern": "a/(?P<m>x)", "deviceClassName": "${n}.io"}]}, "mappings[0]", "${n} is not a named group"),
+        (
+            {"mappings": [{"pattern": "(", "deviceClassName": "x"}]},
+            "mappings[0].pattern",
+            "not a valid regular expression",
+        ),
+        (
+            {"mappings": [{"pattern": "a/(?P<m>x)", "deviceClassName": "${n}.io"}]},
+            "mappings[0]",
+            "${n} is not a named group",
+        ),
         ({"mappings": [{"resource": "a.io/b"}]}, "mappings[0]", "needs deviceClassName"),
-        ({"mappings": [{"resource": "a.io/b", "deviceClassName": "x", "requestName": "Bad_Name"}]}, "mappings[0].requestName", "does not match"),
+        (
+            {"mappings": [{"resource": "a.io/b", "deviceClassName": "x", "requestName": "Bad_Name"}]},
+            "mappings[0].requestName",
+            "does not match",
+        ),
         ({"targetVersion": "1.31"}, "targetVersion", "not supported"),
         ({"targetVersion": "banana"}, "targetVersion", "not of the form"),
         ({"nodeName": {"mode": "hostname"}}, "nodeName.mode", "is not one of"),
         ({"nodeName": {"scope": "all", "typo": 1}}, "nodeName", "'typo' was unexpected"),
         ({"workloads": [{"kind": "X"}]}, "workloads[0]", "'podSpecPaths' is a required property"),
-        ({"workloads": [{"kind": "X", "podSpecPaths": ["spec..template"]}]}, "workloads[0].podSpecPaths[0]", "bad path segment"),
+        (
+            {"workloads": [{"kind": "X", "podSpecPaths": ["spec..template"]}]},
+            "workloads[0].podSpecPaths[0]",
+            "bad path segment",
+        ),
         ({"webhook": {"timeout": 3}}, "webhook", "'timeout' was unexpected"),
     ],
 )

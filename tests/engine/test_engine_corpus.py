@@ -21,6 +21,7 @@ from engine_support import (
     DeviceKey,
     as_pod,
     check_invariant,
+    converted,
     corpus_files,
     error_keys,
     errors,
@@ -54,35 +55,53 @@ UPSTREAM_INVALID: dict[str, tuple[tuple[str, ...], str]] = {
     ),
 }
 
-# Files whose GPU/accelerator requests are deliberately left as device-plugin requests, with the reason.
+# Files whose GPU/accelerator requests are deliberately left as device-plugin requests, grouped by reason.
 # Each must still say so through a finding (never silently).
-LEFT_AS_IS: dict[str, str] = {
-    "Project-HAMi__HAMi__benchmarks__deployments__job-on-hami.yml": "HAMi vGPU share (gpumem-percentage) keeps nvidia.com/gpu",
-    "Project-HAMi__HAMi__examples__nvidia__default_use.yaml": "HAMi gpumem/gpucores companions keep nvidia.com/gpu",
-    "Project-HAMi__HAMi__examples__nvidia__use_sharing_card.yaml": "HAMi gpucores/gpumem-percentage companions",
-    "Project-HAMi__HAMi__examples__nvidia__vllm_cross_vgpu.yaml": "HAMi gpucores/gpumem-percentage companions",
-    "kubernetes-sigs__kueue__site__static__examples__serving-workloads__sample-hami.yaml": "HAMi companions",
-    "Project-HAMi__HAMi__examples__awsneuron__multi_containers.yaml": "aws.amazon.com/neuroncore is a core count, not a device count",
-    "Project-HAMi__HAMi__examples__enflame__vgcu_use.yaml": "Enflame GCU names have no built-in mapping",
-    "Project-HAMi__HAMi__examples__mlu__default_use.yaml": "Cambricon MLU names have no built-in mapping",
-    "intel__intel-device-plugins-for-kubernetes__demo__dlb-libdlb-demo-pod.yaml": "Intel DLB: no built-in mapping",
-    "intel__intel-device-plugins-for-kubernetes__demo__dsa-accel-config-demo-pod.yaml": "Intel DSA: no built-in mapping",
-    "intel__intel-device-plugins-for-kubernetes__demo__intel-npu-workload.yaml": "Intel NPU: no built-in mapping",
-    "intel__intel-device-plugins-for-kubernetes__demo__intelfpga-job.yaml": "Intel FPGA: no built-in mapping",
-    "intel__intel-device-plugins-for-kubernetes__demo__openssl-qat-engine-pod.yaml": "Intel QAT: no built-in mapping",
-    "intel__intel-device-plugins-for-kubernetes__deployments__qat_dpdk_app__crypto-perf__crypto-perf-dpdk-pod-requesting-qat-cy.yaml": "Intel QAT: no built-in mapping",
-    "intel__intel-device-plugins-for-kubernetes__deployments__sgx_aesmd__base__intel-sgx-aesmd.yaml": "SGX EPC is a memory size",
-    "intel__intel-device-plugins-for-kubernetes__deployments__sgx_enclave_apps__base__intelsgx-job.yaml": "SGX EPC is a memory size",
-    "intel__intel-resource-drivers-for-kubernetes__deployments__gaudi__examples__deployment-extended-resources-implicit.yaml": "already DRA: implicit deviceclass.resource.kubernetes.io/ name",
-    "intel__intel-resource-drivers-for-kubernetes__deployments__gpu__examples__deployment-extended-resources.yaml": "intel.com/gpu is served through a DeviceClass extendedResourceName (KEP-5004); no built-in mapping",
-    "smarter-project__smarter-device-manager__client-nvidia.yaml.template.yaml": "a zero count of an unmapped name",
+_INTEL_DP = "intel__intel-device-plugins-for-kubernetes__"
+_LEFT_AS_IS_GROUPS: dict[str, list[str]] = {
+    "HAMi vGPU shares (gpumem/gpucores/gpumem-percentage) keep nvidia.com/gpu in that container": [
+        "Project-HAMi__HAMi__benchmarks__deployments__job-on-hami.yml",
+        "Project-HAMi__HAMi__examples__nvidia__default_use.yaml",
+        "Project-HAMi__HAMi__examples__nvidia__use_sharing_card.yaml",
+        "Project-HAMi__HAMi__examples__nvidia__vllm_cross_vgpu.yaml",
+        "kubernetes-sigs__kueue__site__static__examples__serving-workloads__sample-hami.yaml",
+    ],
+    "aws.amazon.com/neuroncore is a core count, not a device count": [
+        "Project-HAMi__HAMi__examples__awsneuron__multi_containers.yaml",
+    ],
+    "no built-in mapping (Enflame, Cambricon, Intel DLB/DSA/NPU/FPGA/QAT): warned as unmapped": [
+        "Project-HAMi__HAMi__examples__enflame__vgcu_use.yaml",
+        "Project-HAMi__HAMi__examples__mlu__default_use.yaml",
+        _INTEL_DP + "demo__dlb-libdlb-demo-pod.yaml",
+        _INTEL_DP + "demo__dsa-accel-config-demo-pod.yaml",
+        _INTEL_DP + "demo__intel-npu-workload.yaml",
+        _INTEL_DP + "demo__intelfpga-job.yaml",
+        _INTEL_DP + "demo__openssl-qat-engine-pod.yaml",
+        _INTEL_DP + "deployments__qat_dpdk_app__crypto-perf__crypto-perf-dpdk-pod-requesting-qat-cy.yaml",
+    ],
+    "SGX EPC is a memory size, not a device count": [
+        _INTEL_DP + "deployments__sgx_aesmd__base__intel-sgx-aesmd.yaml",
+        _INTEL_DP + "deployments__sgx_enclave_apps__base__intelsgx-job.yaml",
+    ],
+    "already DRA (KEP-5004): implicit deviceclass.resource.kubernetes.io/ name": [
+        "intel__intel-resource-drivers-for-kubernetes__deployments__gaudi__examples__"
+        "deployment-extended-resources-implicit.yaml",
+    ],
+    "intel.com/gpu is served through a DeviceClass extendedResourceName (KEP-5004); no built-in mapping": [
+        "intel__intel-resource-drivers-for-kubernetes__deployments__gpu__examples__deployment-extended-resources.yaml",
+    ],
+    "a zero count of an unmapped name": [
+        "smarter-project__smarter-device-manager__client-nvidia.yaml.template.yaml",
+    ],
 }
+LEFT_AS_IS: dict[str, str] = {name: reason for reason, names in _LEFT_AS_IS_GROUPS.items() for name in names}
 
-# GPU workloads that should change but do not: design questions (see test_engine_workloads.py xfails).
+# GPU workloads that should change but do not: design questions (see the xfails in test_engine_workloads.py).
+_KSERVE = "kserve__kserve__docs__samples__v1beta1__torchserve__v1__"
 NOT_CONVERTED_DESIGN: dict[str, str] = {
-    "kserve__kserve__docs__samples__v1beta1__torchserve__v1__bloom__bloom-560m.yaml": "KServe model-format container (predictor.pytorch)",
-    "kserve__kserve__docs__samples__v1beta1__torchserve__v1__gpu.yaml": "KServe model-format container (predictor.pytorch)",
-    "kubeflow__trainer__examples__flux__lammps-train-gpus.yaml": "TrainJob spec.trainer.resourcesPerNode is not a pod template",
+    _KSERVE + "bloom__bloom-560m.yaml": "KServe model-format container (predictor.pytorch)",
+    _KSERVE + "gpu.yaml": "KServe model-format container (predictor.pytorch)",
+    "kubeflow__trainer__examples__flux__lammps-train-gpus.yaml": "TrainJob resourcesPerNode is not a pod template",
 }
 
 
@@ -111,7 +130,7 @@ def test_legacy_output_validates_for_134(path: Path) -> None:
     for doc, result in convert_file(path):
         if not result.changed:
             continue
-        obj = copy.deepcopy(result.object)
+        obj = copy.deepcopy(converted(result))
         assert obj is not None
         if path.name in UPSTREAM_INVALID:
             field, _reason = UPSTREAM_INVALID[path.name]
@@ -141,7 +160,9 @@ def leftover_requests(obj: Any, config: Config = CONFIG) -> list[tuple[str, str]
             resources = item.get("resources") or {}
             for section in ("limits", "requests"):
                 for name, value in (resources.get(section) or {}).items():
-                    if not is_extended_resource(name) or not isinstance(config.mappings.resolve(name), DeviceRequestSpec):
+                    if not is_extended_resource(name) or not isinstance(
+                        config.mappings.resolve(name), DeviceRequestSpec
+                    ):
                         continue
                     try:
                         if parse_count(value) == 0:
@@ -169,7 +190,12 @@ def test_legacy_gpu_workloads_change(path: Path) -> None:
     if path.name in LEFT_AS_IS:
         assert not any(r.changed for _, r in results), LEFT_AS_IS[path.name]
         # ... and the user is told: a warning (or the KEP-5004 info) for the kept requests.
-        said = [f for _, r in results for f in r.findings if f.severity is not Severity.INFO or f.rule == "extended-resource-dra"]
+        said = [
+            f
+            for _, r in results
+            for f in r.findings
+            if f.severity is not Severity.INFO or f.rule == "extended-resource-dra"
+        ]
         assert said, LEFT_AS_IS[path.name]
         return
     assert any(r.changed for _, r in results), "a GPU workload in legacy/ did not change"
@@ -194,7 +220,7 @@ def test_legacy_device_counts_are_kept(path: Path) -> None:
         if not result.changed or result.object is None:
             continue
         before_specs = dict(CONFIG.workloads.pod_specs(copy.deepcopy(doc)))
-        for where, after in CONFIG.workloads.pod_specs(copy.deepcopy(result.object)):
+        for where, after in CONFIG.workloads.pod_specs(copy.deepcopy(converted(result))):
             before = before_specs[where]
             names = {
                 name
@@ -234,22 +260,40 @@ _NOT_SERVED = {("not-served", "apiVersion")}
 EXPECTED_134: dict[tuple[str, int], tuple[set[tuple[str, str]], str]] = {
     ("NVIDIA__k8s-dra-driver-gpu/commit-6aeb272/demo/specs/quickstart/gpu-test-mps.yaml", 1): (_CLAIM_PARAMS, _CLASSIC),
     **{
-        ("NVIDIA__k8s-dra-driver-gpu/commit-6aeb272/demo/specs/quickstart/gpu-test4.yaml", i): (_TEMPLATE_PARAMS, _CLASSIC)
+        ("NVIDIA__k8s-dra-driver-gpu/commit-6aeb272/demo/specs/quickstart/gpu-test4.yaml", i): (
+            _TEMPLATE_PARAMS,
+            _CLASSIC,
+        )
         for i in (2, 4, 6, 8)
     },
     **{
-        ("NVIDIA__k8s-dra-driver-gpu/commit-6aeb272/demo/specs/quickstart/gpu-test5.yaml", i): (_TEMPLATE_PARAMS, _CLASSIC)
+        ("NVIDIA__k8s-dra-driver-gpu/commit-6aeb272/demo/specs/quickstart/gpu-test5.yaml", i): (
+            _TEMPLATE_PARAMS,
+            _CLASSIC,
+        )
         for i in (2, 4)
     },
     ("NVIDIA__k8s-dra-driver-gpu/commit-6aeb272/demo/specs/quickstart/gpu-test6.yaml", 2): (_TEMPLATE_PARAMS, _CLASSIC),
     ("NVIDIA__k8s-dra-driver-gpu/v25.12.0/demo/specs/selectors/claims.yaml", 0): (_TEMPLATE_PARAMS, _CLASSIC),
     ("NVIDIA__k8s-dra-driver-gpu/v25.12.0/demo/specs/selectors/claims.yaml", 1): (_TEMPLATE_PARAMS, _CLASSIC),
-    ("intel__intel-resource-drivers-for-kubernetes/gpu-v0.5.0/deployments/gpu/structured/claim-external-gpu.yaml", 1): (_CLAIM_PARAMS, _CLASSIC),
-    ("intel__intel-resource-drivers-for-kubernetes/gpu-v0.5.0/deployments/gpu/structured/pod-inline-gpu.yaml", 1): (_TEMPLATE_PARAMS, _CLASSIC),
+    ("intel__intel-resource-drivers-for-kubernetes/gpu-v0.5.0/deployments/gpu/structured/claim-external-gpu.yaml", 1): (
+        _CLAIM_PARAMS,
+        _CLASSIC,
+    ),
+    ("intel__intel-resource-drivers-for-kubernetes/gpu-v0.5.0/deployments/gpu/structured/pod-inline-gpu.yaml", 1): (
+        _TEMPLATE_PARAMS,
+        _CLASSIC,
+    ),
     ("kubernetes-sigs__dra-example-driver/commit-b13a15f/demo/gpu-test4.yaml", 2): (_TEMPLATE_PARAMS, _CLASSIC),
     ("kubernetes-sigs__dra-example-driver/commit-cba2ec6/demo/gpu-test4.yaml", 2): (_TEMPLATE_PARAMS, _CLASSIC),
-    ("kubernetes__api/v0.30.0/testdata/HEAD/resource.k8s.io.v1alpha2.ResourceClaimTemplate.yaml", 0): (_TEMPLATE_PARAMS, _CLASSIC),
-    ("kubernetes__api/v0.30.0/testdata/HEAD/resource.k8s.io.v1alpha2.ResourceClaimTemplate.json", 0): (_TEMPLATE_PARAMS, _CLASSIC),
+    ("kubernetes__api/v0.30.0/testdata/HEAD/resource.k8s.io.v1alpha2.ResourceClaimTemplate.yaml", 0): (
+        _TEMPLATE_PARAMS,
+        _CLASSIC,
+    ),
+    ("kubernetes__api/v0.30.0/testdata/HEAD/resource.k8s.io.v1alpha2.ResourceClaimTemplate.json", 0): (
+        _TEMPLATE_PARAMS,
+        _CLASSIC,
+    ),
     ("kubernetes__api/v0.31.0/testdata/HEAD/resource.k8s.io.v1alpha3.ResourceClaimTemplate.yaml", 0): (
         {("classic-dra", "spec.spec.controller")},
         _CLASSIC,
@@ -269,19 +313,31 @@ EXPECTED_134: dict[tuple[str, int], tuple[set[tuple[str, str]], str]] = {
     ),
     # Upstream bug: resource.k8s.io/v1 templates written with v1beta1's flat request fields (invalid input).
     **{
-        ("intel__intel-resource-drivers-for-kubernetes/gpu-v0.9.0/deployments/qat/examples/deployment-inline.yaml", i): (
+        (
+            "intel__intel-resource-drivers-for-kubernetes/gpu-v0.9.0/deployments/qat/examples/deployment-inline.yaml",
+            i,
+        ): (
             _QAT_FLAT,
             "upstream v1 object with flat (v1beta1) request fields",
         )
         for i in (0, 1, 2)
     },
     # DeviceTaintRule is served only as v1alpha3 up to 1.35 (v1beta2 from 1.36, v1 unreleased; dra-api.md 1.1).
-    ("kubernetes-sigs__dra-example-driver/v0.4.0/demo/examples/device-taints-tolerations/device-taint-pod-toleration/1-device-taint-rule.yaml", 0): (
+    (
+        "kubernetes-sigs__dra-example-driver/v0.4.0/demo/examples/device-taints-tolerations/device-taint-pod-toleration/1-device-taint-rule.yaml",
+        0,
+    ): (
         _NOT_SERVED,
         "DeviceTaintRule v1beta2 is not served by 1.34",
     ),
-    ("kubernetes__api/HEAD-10b39a3/testdata/HEAD/resource.k8s.io.v1.DeviceTaintRule.yaml", 0): (_NOT_SERVED, "v1 DeviceTaintRule unreleased"),
-    ("kubernetes__api/v0.36.0/testdata/HEAD/resource.k8s.io.v1beta2.DeviceTaintRule.yaml", 0): (_NOT_SERVED, "v1beta2 only from 1.36"),
+    ("kubernetes__api/HEAD-10b39a3/testdata/HEAD/resource.k8s.io.v1.DeviceTaintRule.yaml", 0): (
+        _NOT_SERVED,
+        "v1 DeviceTaintRule unreleased",
+    ),
+    ("kubernetes__api/v0.36.0/testdata/HEAD/resource.k8s.io.v1beta2.DeviceTaintRule.yaml", 0): (
+        _NOT_SERVED,
+        "v1beta2 only from 1.36",
+    ),
 }
 
 _NEWER_THAN_132 = "field added after 1.32 (field-not-in-target)"
@@ -296,21 +352,40 @@ _API_136_FIXTURE = {
 
 # The v1 objects converted down to 1.32 (v1beta1): expected ERROR findings.
 EXPECTED_132: dict[tuple[str, int], tuple[set[tuple[str, str]], str]] = {
-    **{k: v for k, v in EXPECTED_134.items() if k[0].startswith("intel__intel-resource-drivers-for-kubernetes/gpu-v0.9.0/deployments/qat")},
-    ("kubernetes__api/HEAD-10b39a3/testdata/HEAD/resource.k8s.io.v1.DeviceTaintRule.yaml", 0): (_NOT_SERVED, "v1 DeviceTaintRule unreleased"),
-    ("kubernetes-sigs__dra-example-driver/v0.4.0/demo/examples/device-taints-tolerations/device-taint-pod-toleration/2-basic-resourceclaimtemplate.yaml", 2): (
+    **{
+        k: v
+        for k, v in EXPECTED_134.items()
+        if k[0].startswith("intel__intel-resource-drivers-for-kubernetes/gpu-v0.9.0/deployments/qat")
+    },
+    ("kubernetes__api/HEAD-10b39a3/testdata/HEAD/resource.k8s.io.v1.DeviceTaintRule.yaml", 0): (
+        _NOT_SERVED,
+        "v1 DeviceTaintRule unreleased",
+    ),
+    (
+        "kubernetes-sigs__dra-example-driver/v0.4.0/demo/examples/device-taints-tolerations/device-taint-pod-toleration/2-basic-resourceclaimtemplate.yaml",
+        2,
+    ): (
         {("field-not-in-target", "spec.spec.devices.requests[0].exactly.tolerations")},
         _NEWER_THAN_132,
     ),
     **{
-        ("kubernetes-sigs__dra-example-driver/v0.4.0/demo/examples/prioritized-alternatives/prioritized-alternatives.yaml", i): (
+        (
+            "kubernetes-sigs__dra-example-driver/v0.4.0/demo/examples/prioritized-alternatives/prioritized-alternatives.yaml",
+            i,
+        ): (
             {("field-not-in-target", "spec.spec.devices.requests[0].firstAvailable")},
             _NEWER_THAN_132,
         )
         for i in (1, 2)
     },
-    ("kubernetes__api/v0.36.0/testdata/HEAD/resource.k8s.io.v1.ResourceClaimTemplate.yaml", 0): (_API_136_FIXTURE, _NEWER_THAN_132),
-    ("kubernetes__api/v0.36.0/testdata/HEAD/resource.k8s.io.v1.ResourceClaimTemplate.json", 0): (_API_136_FIXTURE, _NEWER_THAN_132),
+    ("kubernetes__api/v0.36.0/testdata/HEAD/resource.k8s.io.v1.ResourceClaimTemplate.yaml", 0): (
+        _API_136_FIXTURE,
+        _NEWER_THAN_132,
+    ),
+    ("kubernetes__api/v0.36.0/testdata/HEAD/resource.k8s.io.v1.ResourceClaimTemplate.json", 0): (
+        _API_136_FIXTURE,
+        _NEWER_THAN_132,
+    ),
 }
 
 # Kept as is (served), but carries a `status` of the 1.36 API, which 1.34's schema does not have.
@@ -331,8 +406,8 @@ def dra_documents(predicate: Any) -> list[Any]:
                     marks.append(
                         pytest.mark.xfail(
                             strict=True,
-                            reason="design: objects the engine does not rewrite keep `status` (dra-api.md 2.7 says drop it); "
-                            "this 1.36 fixture's status.conditions is not in the 1.34 schema",
+                            reason="design: objects the engine does not rewrite keep `status` (dra-api.md 2.7 "
+                            "says drop it); this 1.36 fixture's status.conditions is not in the 1.34 schema",
                         )
                     )
                 params.append(pytest.param(rel, index, doc, marks=marks, id=f"{rel}[{index}]"))
@@ -377,8 +452,11 @@ def check_dra(rel: str, index: int, doc: dict[str, Any], config: Config, expecte
     if result.object is None:
         assert result.dropped
         return
-    assert result.object["apiVersion"] == config.target.dra_api_version or result.object["kind"] == "DeviceTaintRule"
-    assert schema_errors(result.object, config.target) == ()
+    assert (
+        converted(result)["apiVersion"] == config.target.dra_api_version
+        or converted(result)["kind"] == "DeviceTaintRule"
+    )
+    assert schema_errors(converted(result), config.target) == ()
 
 
 @pytest.mark.parametrize(("rel", "index", "doc"), dra_documents(is_dra))
@@ -392,8 +470,8 @@ def test_v1_dra_objects_convert_down_to_132(rel: str, index: int, doc: dict[str,
     check_dra(rel, index, doc, config, EXPECTED_132)
     result = convert(doc, config)
     if result.changed:
-        assert result.object is not None and result.object["apiVersion"] == "resource.k8s.io/v1beta1"
-        spec = result.object["spec"].get("spec", result.object["spec"])
+        assert result.object is not None and converted(result)["apiVersion"] == "resource.k8s.io/v1beta1"
+        spec = converted(result)["spec"].get("spec", converted(result)["spec"])
         assert all("exactly" not in r for r in (spec.get("devices") or {}).get("requests") or [])
 
 
@@ -408,7 +486,7 @@ def test_workloads_next_to_dra_objects_are_valid_for_134(rel: str, index: int, d
     if legacy:
         assert result.changed and findings(result, "legacy-claim-source", Severity.INFO)
         assert schema_errors(doc, T134) != ()
-    assert schema_errors(result.object, T134) == ()
+    assert schema_errors(converted(result), T134) == ()
 
 
 def test_upgrading_the_corpus_to_132_keeps_workloads_valid() -> None:
@@ -419,6 +497,6 @@ def test_upgrading_the_corpus_to_132_keeps_workloads_valid() -> None:
             if isinstance(doc, dict) and is_workload(doc):
                 result = convert(doc, config)
                 assert result.object is not None and not errors(result)
-                assert schema_errors(result.object, T132) == ()
+                assert schema_errors(converted(result), T132) == ()
                 checked += 1
     assert checked > 50

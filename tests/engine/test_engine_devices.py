@@ -13,6 +13,7 @@ from engine_support import (
     T132,
     T133,
     container,
+    converted,
     errors,
     findings,
     gpu,
@@ -56,14 +57,18 @@ def test_limits_become_a_claim_on_a_template(config: Config) -> None:
                     "requests": [
                         {
                             "name": "gpu",
-                            "exactly": {"deviceClassName": "gpu.nvidia.com", "allocationMode": "ExactCount", "count": 2},
+                            "exactly": {
+                                "deviceClassName": "gpu.nvidia.com",
+                                "allocationMode": "ExactCount",
+                                "count": 2,
+                            },
                         }
                     ]
                 }
             }
         },
     }
-    spec = result.object["spec"]
+    spec = converted(result)["spec"]
     assert spec["resourceClaims"] == [{"name": "app-gpu", "resourceClaimTemplateName": name}]
     assert spec["containers"][0]["resources"] == {"limits": {"cpu": "1"}, "claims": [{"name": "app-gpu"}]}
     info = findings(result, "device-plugin-to-claim", Severity.INFO)
@@ -73,20 +78,20 @@ def test_limits_become_a_claim_on_a_template(config: Config) -> None:
 
 def test_requests_and_limits_are_both_removed_and_empty_maps_pruned(config: Config) -> None:
     result = convert(pod_of([container("app", {"nvidia.com/gpu": 1}, {"nvidia.com/gpu": "1"})]), config)
-    assert result.object["spec"]["containers"][0]["resources"] == {"claims": [{"name": "app-gpu"}]}
+    assert converted(result)["spec"]["containers"][0]["resources"] == {"claims": [{"name": "app-gpu"}]}
 
 
 def test_only_the_device_entries_are_removed_from_maps_that_keep_other_resources(config: Config) -> None:
     limits = {"nvidia.com/gpu": 1, "memory": "1Gi"}
     requests = {"nvidia.com/gpu": 1, "cpu": "250m"}
     result = convert(pod_of([container("app", limits, requests)]), config)
-    resources = result.object["spec"]["containers"][0]["resources"]
+    resources = converted(result)["spec"]["containers"][0]["resources"]
     assert resources == {"limits": {"memory": "1Gi"}, "requests": {"cpu": "250m"}, "claims": [{"name": "app-gpu"}]}
 
 
 def test_requests_only_is_converted_too(config: Config) -> None:
     result = convert(pod_of([container("app", requests={"nvidia.com/gpu": 3})]), config)
-    assert result.object["spec"]["containers"][0]["resources"] == {"claims": [{"name": "app-gpu"}]}
+    assert converted(result)["spec"]["containers"][0]["resources"] == {"claims": [{"name": "app-gpu"}]}
     assert only_template(result)["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] == 3
 
 
@@ -103,7 +108,7 @@ def test_quantity_forms(config: Config, quantity: Any, count: int) -> None:
 def test_requests_and_limits_written_differently_but_equal_are_fine(config: Config) -> None:
     result = convert(pod_of([container("app", gpu("1"), gpu("1000m"))]), config)
     assert not errors(result)
-    assert result.object["spec"]["containers"][0]["resources"] == {"claims": [{"name": "app-gpu"}]}
+    assert converted(result)["spec"]["containers"][0]["resources"] == {"claims": [{"name": "app-gpu"}]}
 
 
 @pytest.mark.parametrize("zero", [0, "0", "0m"])
@@ -118,7 +123,7 @@ def test_zero_means_nothing_to_convert(config: Config, zero: Any) -> None:
 
 def test_zero_in_one_container_does_not_stop_the_others(config: Config) -> None:
     result = convert(pod_of([container("a", gpu(0)), container("b", gpu(1))]), config)
-    spec = result.object["spec"]
+    spec = converted(result)["spec"]
     assert spec["containers"][0]["resources"] == {"limits": {"nvidia.com/gpu": 0}}
     assert spec["containers"][1]["resources"] == {"claims": [{"name": "b-gpu"}]}
     assert [c["name"] for c in spec["resourceClaims"]] == ["b-gpu"]
@@ -156,7 +161,9 @@ def test_template_placeholders_are_left_with_a_warning(config: Config, placehold
     result = convert(original, config)
     assert not result.changed and result.object == original
     assert not errors(result)
-    assert [(f.rule, f.path) for f in findings(result, severity=Severity.WARNING)] == [("template-placeholder", GPU_PATH)]
+    assert [(f.rule, f.path) for f in findings(result, severity=Severity.WARNING)] == [
+        ("template-placeholder", GPU_PATH)
+    ]
 
 
 def test_requests_not_equal_to_limits_is_an_error(config: Config) -> None:
@@ -171,7 +178,7 @@ def test_requests_not_equal_to_limits_is_an_error(config: Config) -> None:
 def test_an_error_in_one_container_leaves_only_that_resource(config: Config) -> None:
     spec = [container("bad", gpu("1.5"), gpu("1.5")), container("good", {"nvidia.com/gpu": 1, "amd.com/gpu": "x"})]
     result = convert(pod_of(spec), config)
-    out = result.object["spec"]["containers"]
+    out = converted(result)["spec"]["containers"]
     assert out[0] == spec[0]
     assert out[1]["resources"] == {"limits": {"amd.com/gpu": "x"}, "claims": [{"name": "good-gpu"}]}
     assert {(f.rule, f.path) for f in errors(result)} == {
@@ -189,7 +196,7 @@ def test_init_sidecar_and_app_containers_all_get_claims(config: Config) -> None:
         init=[container("setup", gpu(1)), sidecar("proxy", gpu(1))],
     )
     result = convert(original, config)
-    spec = result.object["spec"]
+    spec = converted(result)["spec"]
     assert [c["name"] for c in spec["resourceClaims"]] == ["proxy-gpu", "app-gpu"]
     assert spec["initContainers"][1]["resources"] == {"claims": [{"name": "proxy-gpu"}]}
     assert spec["initContainers"][1]["restartPolicy"] == "Always"
@@ -208,8 +215,8 @@ def test_ephemeral_containers_are_untouched(config: Config) -> None:
     with_app_gpu = pod({"containers": [container("app", gpu(1))], "ephemeralContainers": [copy.deepcopy(debug)]})
     result = convert(with_app_gpu, config)
     assert result.changed
-    assert result.object["spec"]["ephemeralContainers"] == [debug]
-    assert [c["name"] for c in result.object["spec"]["resourceClaims"]] == ["app-gpu"]
+    assert converted(result)["spec"]["ephemeralContainers"] == [debug]
+    assert [c["name"] for c in converted(result)["spec"]["resourceClaims"]] == ["app-gpu"]
 
 
 def test_pod_without_device_requests_is_unchanged(config: Config) -> None:
@@ -221,7 +228,7 @@ def test_pod_without_device_requests_is_unchanged(config: Config) -> None:
 def test_equal_requests_share_one_template(config: Config) -> None:
     result = convert(pod_of([container("a", gpu(1)), container("b", gpu("1"))]), config)
     template = only_template(result)
-    spec = result.object["spec"]
+    spec = converted(result)["spec"]
     assert spec["resourceClaims"] == [
         {"name": "a-gpu", "resourceClaimTemplateName": template["metadata"]["name"]},
         {"name": "b-gpu", "resourceClaimTemplateName": template["metadata"]["name"]},
@@ -235,7 +242,7 @@ def test_two_device_kinds_in_one_container(config: Config) -> None:
         for t in result.templates
     )
     assert [c for c, _ in classes] == ["gpu.nvidia.com", "mig.nvidia.com"]
-    spec = result.object["spec"]
+    spec = converted(result)["spec"]
     assert sorted(c["name"] for c in spec["resourceClaims"]) == ["app-gpu", "app-mig"]
     assert sorted(c["name"] for c in spec["containers"][0]["resources"]["claims"]) == ["app-gpu", "app-mig"]
     assert "limits" not in spec["containers"][0]["resources"]
@@ -275,7 +282,7 @@ def test_builtin_mapping(
     assert exactly["deviceClassName"] == device_class
     assert exactly["count"] == 2
     assert [s["cel"]["expression"] for s in exactly.get("selectors", [])] == selectors
-    assert result.object["spec"]["containers"][0]["resources"] == {"claims": [{"name": f"app-{request_name}"}]}
+    assert converted(result)["spec"]["containers"][0]["resources"] == {"claims": [{"name": f"app-{request_name}"}]}
     for template in result.templates:
         assert schema_errors(template) == ()
 
@@ -317,14 +324,12 @@ def test_implicit_dra_extended_resource_names_are_kept(config: Config) -> None:
     assert [(f.severity, f.rule) for f in result.findings] == [(Severity.INFO, "extended-resource-dra")]
 
 
-@pytest.mark.parametrize(
-    "companion", ["nvidia.com/gpumem", "nvidia.com/gpucores", "nvidia.com/gpumem-percentage"]
-)
+@pytest.mark.parametrize("companion", ["nvidia.com/gpumem", "nvidia.com/gpucores", "nvidia.com/gpumem-percentage"])
 def test_hami_companion_keeps_nvidia_gpu_in_that_container(config: Config, companion: str) -> None:
     shared = container("shared", {"nvidia.com/gpu": 1, companion: 30})
     whole = container("whole", gpu(1))
     result = convert(pod_of([copy.deepcopy(shared), whole]), config)
-    spec = result.object["spec"]
+    spec = converted(result)["spec"]
     assert spec["containers"][0] == shared
     assert spec["containers"][1]["resources"] == {"claims": [{"name": "whole-gpu"}]}
     warned = {(f.rule, f.path) for f in findings(result, severity=Severity.WARNING)}
@@ -342,14 +347,14 @@ def test_existing_claims_are_kept_next_to_new_ones(config: Config) -> None:
         {"resourceClaims": [{"name": "imex", "resourceClaimTemplateName": "imex-channel"}], "containers": [main]}
     )
     result = convert(original, config)
-    spec = result.object["spec"]
+    spec = converted(result)["spec"]
     template = only_template(result)["metadata"]["name"]
     assert spec["resourceClaims"] == [
         {"name": "imex", "resourceClaimTemplateName": "imex-channel"},
         {"name": "main-gpu", "resourceClaimTemplateName": template},
     ]
     assert spec["containers"][0]["resources"] == {"claims": [{"name": "imex"}, {"name": "main-gpu"}]}
-    assert schema_errors(result.object) == ()
+    assert schema_errors(converted(result)) == ()
 
 
 def test_pod_that_already_uses_only_claims_is_unchanged(config: Config) -> None:
@@ -379,7 +384,7 @@ def test_pod_that_already_uses_only_claims_is_unchanged(config: Config) -> None:
 def test_null_fields_still_give_a_consistent_pod(config: Config, spec: dict[str, Any]) -> None:
     result = convert(pod(spec), config)
     assert result.changed and not errors(result)
-    out = result.object["spec"]
+    out = converted(result)["spec"]
     declared = {c["name"] for c in out["resourceClaims"]}
     used = {
         c["name"]
@@ -388,7 +393,7 @@ def test_null_fields_still_give_a_consistent_pod(config: Config, spec: dict[str,
         for c in (item.get("resources") or {}).get("claims") or []
     }
     assert used == declared == {"a-gpu"}
-    again = convert(result.object, config)
+    again = convert(converted(result), config)
     assert not again.changed and not errors(again)
 
 
@@ -401,7 +406,9 @@ def test_objects_without_a_usable_shape_are_returned_unchanged(config: Config, o
 # --- targets before DRA GA --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("target", "api_version"), [(T132, "resource.k8s.io/v1beta1"), (T133, "resource.k8s.io/v1beta2")])
+@pytest.mark.parametrize(
+    ("target", "api_version"), [(T132, "resource.k8s.io/v1beta1"), (T133, "resource.k8s.io/v1beta2")]
+)
 def test_before_ga_templates_use_the_served_version_and_the_gate_is_warned(target: Any, api_version: str) -> None:
     config = default_config(str(target))
     result = convert(pod_of([container("app", gpu(2))]), config)
@@ -409,11 +416,16 @@ def test_before_ga_templates_use_the_served_version_and_the_gate_is_warned(targe
     assert template["apiVersion"] == api_version
     request = template["spec"]["spec"]["devices"]["requests"][0]
     if api_version.endswith("v1beta1"):
-        assert request == {"name": "gpu", "deviceClassName": "gpu.nvidia.com", "allocationMode": "ExactCount", "count": 2}
+        assert request == {
+            "name": "gpu",
+            "deviceClassName": "gpu.nvidia.com",
+            "allocationMode": "ExactCount",
+            "count": 2,
+        }
     else:
         assert request["exactly"]["count"] == 2
     assert schema_errors(template, target) == ()
-    assert schema_errors(result.object, target) == ()
+    assert schema_errors(converted(result), target) == ()
     gate = findings(result, "dra-gate-off", Severity.WARNING)
     assert [f.path for f in gate] == ["spec.resourceClaims"]
 

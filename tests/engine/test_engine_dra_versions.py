@@ -6,12 +6,15 @@ import copy
 from typing import Any
 
 import pytest
-from engine_support import T132, T133, T134, T135, error_keys, errors, findings, schema_errors
+from engine_support import T132, T133, T134, T135, converted, error_keys, errors, findings, schema_errors
 
 from translator.engine import Severity, Target, TargetVersionError, convert, parse_config
 
 CEL = 'device.attributes["gpu.example.com"].model == "A100"'
-OPAQUE = {"driver": "gpu.example.com", "parameters": {"apiVersion": "gpu.resource.example.com/v1alpha1", "kind": "GpuConfig"}}
+OPAQUE = {
+    "driver": "gpu.example.com",
+    "parameters": {"apiVersion": "gpu.resource.example.com/v1alpha1", "kind": "GpuConfig"},
+}
 
 
 def cfg(target: str) -> Any:
@@ -57,7 +60,13 @@ def template(version: str, spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def claim(version: str, spec: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    return {"apiVersion": f"resource.k8s.io/{version}", "kind": "ResourceClaim", "metadata": {"name": "c", "namespace": "ns"}, "spec": spec, **extra}
+    return {
+        "apiVersion": f"resource.k8s.io/{version}",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "c", "namespace": "ns"},
+        "spec": spec,
+        **extra,
+    }
 
 
 # --- targets ----------------------------------------------------------------------------------------
@@ -90,13 +99,13 @@ def test_flat_claim_template_upgrades_to_v1(version: str) -> None:
     assert result.changed and not errors(result)
     assert result.object == template("v1", v1_claim_spec())
     assert [f.rule for f in findings(result, severity=Severity.INFO)] == ["api-version"]
-    assert schema_errors(result.object, T134) == ()
+    assert schema_errors(converted(result), T134) == ()
 
 
 def test_v1beta1_upgrades_to_v1beta2_for_133() -> None:
     result = convert(template("v1beta1", flat_claim_spec()), cfg("1.33"))
     assert result.object == template("v1beta2", v1_claim_spec())
-    assert schema_errors(result.object, T133) == ()
+    assert schema_errors(converted(result), T133) == ()
 
 
 @pytest.mark.parametrize(("version", "target"), [("v1beta2", "1.34"), ("v1", "1.33"), ("v1beta2", "1.35")])
@@ -104,7 +113,7 @@ def test_v1beta2_and_v1_differ_only_in_api_version(version: str, target: str) ->
     result = convert(template(version, v1_claim_spec()), cfg(target))
     expected = template(cfg(target).target.dra_version, v1_claim_spec())
     assert result.changed and result.object == expected
-    assert schema_errors(result.object, Target.parse(target)) == ()
+    assert schema_errors(converted(result), Target.parse(target)) == ()
 
 
 @pytest.mark.parametrize("target", ["1.34", "1.35"])
@@ -119,14 +128,14 @@ def test_v1_downgrades_to_v1beta1_exactly_flattened() -> None:
     result = convert(template("v1", v1_claim_spec()), cfg("1.32"))
     assert result.changed and not errors(result)
     assert result.object == template("v1beta1", flat_claim_spec())
-    assert schema_errors(result.object, T132) == ()
+    assert schema_errors(converted(result), T132) == ()
 
 
 def test_v1_claim_downgrade_and_status_is_dropped() -> None:
     original = claim("v1", v1_claim_spec(), status={"reservedFor": [{"resource": "pods", "name": "p", "uid": "u"}]})
     result = convert(original, cfg("1.32"))
     assert result.object == claim("v1beta1", flat_claim_spec())
-    assert schema_errors(result.object, T132) == ()
+    assert schema_errors(converted(result), T132) == ()
     upgraded = convert(claim("v1beta1", flat_claim_spec(), status={"devices": []}), cfg("1.34"))
     assert upgraded.object == claim("v1", v1_claim_spec())
 
@@ -134,7 +143,7 @@ def test_v1_claim_downgrade_and_status_is_dropped() -> None:
 def test_admin_access_false_is_omitted_and_true_is_warned() -> None:
     spec = {"devices": {"requests": [{"name": "r", "deviceClassName": "c", "adminAccess": False}]}}
     result = convert(claim("v1beta1", spec), cfg("1.34"))
-    assert result.object["spec"] == {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "c"}}]}}
+    assert converted(result)["spec"] == {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "c"}}]}}
     assert not findings(result, "admin-access")
 
     spec = {"devices": {"requests": [{"name": "r", "deviceClassName": "c", "adminAccess": True}]}}
@@ -146,12 +155,16 @@ def test_admin_access_false_is_omitted_and_true_is_warned() -> None:
 
 
 def test_v1alpha2_claim_with_resource_class_name() -> None:
-    original = claim("v1alpha2", {"resourceClassName": "gpu.example.com", "allocationMode": "Immediate"}, status={"driverName": "x"})
+    original = claim(
+        "v1alpha2", {"resourceClassName": "gpu.example.com", "allocationMode": "Immediate"}, status={"driverName": "x"}
+    )
     result = convert(original, cfg("1.34"))
-    assert result.object == claim("v1", {"devices": {"requests": [{"name": "req-0", "exactly": {"deviceClassName": "gpu.example.com"}}]}})
+    assert result.object == claim(
+        "v1", {"devices": {"requests": [{"name": "req-0", "exactly": {"deviceClassName": "gpu.example.com"}}]}}
+    )
     (warning,) = findings(result, severity=Severity.WARNING)
     assert (warning.rule, warning.path) == ("immediate-allocation-dropped", "spec.allocationMode")
-    assert schema_errors(result.object, T134) == ()
+    assert schema_errors(converted(result), T134) == ()
 
 
 def test_v1alpha2_template_wait_for_first_consumer_is_dropped_silently() -> None:
@@ -161,22 +174,47 @@ def test_v1alpha2_template_wait_for_first_consumer_is_dropped_silently() -> None
         ("1.32", {"name": "req-0", "deviceClassName": "gpu.example.com"}),
     ):
         result = convert(original, cfg(target))
-        assert result.object["spec"]["spec"] == {"devices": {"requests": [request]}}
-        assert result.object["spec"]["metadata"] == {"labels": {"team": "a"}}
+        assert converted(result)["spec"]["spec"] == {"devices": {"requests": [request]}}
+        assert converted(result)["spec"]["metadata"] == {"labels": {"team": "a"}}
         assert findings(result, severity=Severity.WARNING) == []
-        assert schema_errors(result.object, Target.parse(target)) == ()
+        assert schema_errors(converted(result), Target.parse(target)) == ()
 
 
 @pytest.mark.parametrize(
     ("obj", "path"),
     [
-        (claim("v1alpha2", {"resourceClassName": "c", "parametersRef": {"kind": "GpuClaimParameters", "name": "p"}}), "spec.parametersRef"),
-        (template("v1alpha2", {"resourceClassName": "c", "parametersRef": {"kind": "GpuClaimParameters", "name": "p"}}), "spec.spec.parametersRef"),
-        (template("v1alpha1", {"resourceClassName": "c", "parametersRef": {"kind": "GpuClaimParameters", "name": "p"}}), "spec.spec.parametersRef"),
-        (claim("v1alpha3", {"controller": "gpu.example.com", "devices": {"requests": [{"name": "r", "deviceClassName": "c"}]}}), "spec.controller"),
+        (
+            claim("v1alpha2", {"resourceClassName": "c", "parametersRef": {"kind": "GpuClaimParameters", "name": "p"}}),
+            "spec.parametersRef",
+        ),
+        (
+            template(
+                "v1alpha2", {"resourceClassName": "c", "parametersRef": {"kind": "GpuClaimParameters", "name": "p"}}
+            ),
+            "spec.spec.parametersRef",
+        ),
+        (
+            template(
+                "v1alpha1", {"resourceClassName": "c", "parametersRef": {"kind": "GpuClaimParameters", "name": "p"}}
+            ),
+            "spec.spec.parametersRef",
+        ),
+        (
+            claim(
+                "v1alpha3",
+                {"controller": "gpu.example.com", "devices": {"requests": [{"name": "r", "deviceClassName": "c"}]}},
+            ),
+            "spec.controller",
+        ),
         (template("v1alpha3", {"controller": "gpu.example.com", "devices": {}}), "spec.spec.controller"),
     ],
-    ids=["claim-parametersRef", "template-parametersRef", "v1alpha1-parametersRef", "claim-controller", "template-controller"],
+    ids=[
+        "claim-parametersRef",
+        "template-parametersRef",
+        "v1alpha1-parametersRef",
+        "claim-controller",
+        "template-controller",
+    ],
 )
 def test_classic_dra_is_an_error_and_the_object_is_unchanged(obj: dict[str, Any], path: str) -> None:
     frozen = copy.deepcopy(obj)
@@ -189,11 +227,18 @@ def test_classic_dra_is_an_error_and_the_object_is_unchanged(obj: dict[str, Any]
 
 
 def resource_class(**fields: Any) -> dict[str, Any]:
-    return {"apiVersion": "resource.k8s.io/v1alpha2", "kind": "ResourceClass", "metadata": {"name": "gpu.example.com"}, **fields}
+    return {
+        "apiVersion": "resource.k8s.io/v1alpha2",
+        "kind": "ResourceClass",
+        "metadata": {"name": "gpu.example.com"},
+        **fields,
+    }
 
 
 def test_resource_class_becomes_a_device_class_with_a_driver_selector() -> None:
-    original = resource_class(driverName="gpu.resource.example.com", structuredParameters=True, suitableNodes={"nodeSelectorTerms": []})
+    original = resource_class(
+        driverName="gpu.resource.example.com", structuredParameters=True, suitableNodes={"nodeSelectorTerms": []}
+    )
     for target in ("1.34", "1.32"):
         result = convert(original, cfg(target))
         assert result.object == {
@@ -202,8 +247,11 @@ def test_resource_class_becomes_a_device_class_with_a_driver_selector() -> None:
             "metadata": {"name": "gpu.example.com"},
             "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.resource.example.com"'}}]},
         }
-        assert {f.rule for f in findings(result, severity=Severity.WARNING)} == {"driver-name-to-selector", "suitable-nodes-dropped"}
-        assert schema_errors(result.object, Target.parse(target)) == ()
+        assert {f.rule for f in findings(result, severity=Severity.WARNING)} == {
+            "driver-name-to-selector",
+            "suitable-nodes-dropped",
+        }
+        assert schema_errors(converted(result), Target.parse(target)) == ()
 
 
 def test_resource_class_with_parameters_ref_is_an_error() -> None:
@@ -216,21 +264,38 @@ def test_resource_class_with_parameters_ref_is_an_error() -> None:
 def test_device_class_versions() -> None:
     spec = {"selectors": [{"cel": {"expression": CEL}}], "config": [{"opaque": OPAQUE}]}
     for source in ("v1alpha3", "v1beta1", "v1beta2"):
-        obj = {"apiVersion": f"resource.k8s.io/{source}", "kind": "DeviceClass", "metadata": {"name": "gpu.example.com"}, "spec": copy.deepcopy(spec)}
+        obj = {
+            "apiVersion": f"resource.k8s.io/{source}",
+            "kind": "DeviceClass",
+            "metadata": {"name": "gpu.example.com"},
+            "spec": copy.deepcopy(spec),
+        }
         result = convert(obj, cfg("1.34"))
         assert result.object == {**obj, "apiVersion": "resource.k8s.io/v1"}
-        assert schema_errors(result.object, T134) == ()
-    v1 = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "g"}, "spec": copy.deepcopy(spec)}
+        assert schema_errors(converted(result), T134) == ()
+    v1 = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": "g"},
+        "spec": copy.deepcopy(spec),
+    }
     down = convert(v1, cfg("1.32"))
     assert down.object == {**v1, "apiVersion": "resource.k8s.io/v1beta1"}
-    assert schema_errors(down.object, T132) == ()
+    assert schema_errors(converted(down), T132) == ()
 
 
 def test_device_class_suitable_nodes_of_131_is_dropped_with_a_warning() -> None:
-    obj = {"apiVersion": "resource.k8s.io/v1alpha3", "kind": "DeviceClass", "metadata": {"name": "g"}, "spec": {"suitableNodes": {"nodeSelectorTerms": []}}}
+    obj = {
+        "apiVersion": "resource.k8s.io/v1alpha3",
+        "kind": "DeviceClass",
+        "metadata": {"name": "g"},
+        "spec": {"suitableNodes": {"nodeSelectorTerms": []}},
+    }
     result = convert(obj, cfg("1.34"))
-    assert result.object["spec"] == {}
-    assert [(f.rule, f.path) for f in findings(result, severity=Severity.WARNING)] == [("suitable-nodes-dropped", "spec.suitableNodes")]
+    assert converted(result)["spec"] == {}
+    assert [(f.rule, f.path) for f in findings(result, severity=Severity.WARNING)] == [
+        ("suitable-nodes-dropped", "spec.suitableNodes")
+    ]
 
 
 @pytest.mark.parametrize(
@@ -243,7 +308,12 @@ def test_device_class_suitable_nodes_of_131_is_dropped_with_a_warning() -> None:
     ],
 )
 def test_extended_resource_name(target: str, severity: Severity | None, rule: str | None) -> None:
-    obj = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu.example.com"}, "spec": {"extendedResourceName": "example.com/gpu"}}
+    obj = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": "gpu.example.com"},
+        "spec": {"extendedResourceName": "example.com/gpu"},
+    }
     result = convert(obj, cfg(target))
     problems = [(f.severity, f.rule, f.path) for f in result.problems]
     if severity is None:
@@ -266,7 +336,11 @@ def first_available_template(version: str = "v1") -> dict[str, Any]:
                     {
                         "name": "gpu",
                         "firstAvailable": [
-                            {"name": "big", "deviceClassName": "gpu.example.com", "selectors": [{"cel": {"expression": CEL}}]},
+                            {
+                                "name": "big",
+                                "deviceClassName": "gpu.example.com",
+                                "selectors": [{"cel": {"expression": CEL}}],
+                            },
                             {"name": "small", "deviceClassName": "gpu.example.com", "count": 2},
                         ],
                     }
@@ -289,7 +363,7 @@ def test_first_available_on_133_is_a_warning() -> None:
         (Severity.WARNING, "feature-gate-off", "spec.spec.devices.requests[0].firstAvailable")
     ]
     assert "DRAPrioritizedList" in result.problems[0].message
-    assert schema_errors(result.object, T133) == ()
+    assert schema_errors(converted(result), T133) == ()
 
 
 def test_first_available_on_132_is_an_error() -> None:
@@ -305,7 +379,13 @@ def test_v1beta1_first_available_is_copied_as_is() -> None:
 
 
 def test_tolerations_are_an_error_on_132_and_a_gate_warning_after() -> None:
-    spec = {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "c", "tolerations": [{"key": "k", "operator": "Exists"}]}}]}}
+    spec = {
+        "devices": {
+            "requests": [
+                {"name": "r", "exactly": {"deviceClassName": "c", "tolerations": [{"key": "k", "operator": "Exists"}]}}
+            ]
+        }
+    }
     path = "spec.devices.requests[0].exactly.tolerations"
     assert error_keys(convert(claim("v1", copy.deepcopy(spec)), cfg("1.32"))) == {("field-not-in-target", path)}
     result = convert(claim("v1", copy.deepcopy(spec)), cfg("1.34"))
@@ -316,37 +396,52 @@ def test_tolerations_are_an_error_on_132_and_a_gate_warning_after() -> None:
 
 
 def slice_spec(devices: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
-    return {"driver": "gpu.example.com", "pool": {"name": "node-1", "generation": 1, "resourceSliceCount": 1}, **extra, "devices": devices}
+    return {
+        "driver": "gpu.example.com",
+        "pool": {"name": "node-1", "generation": 1, "resourceSliceCount": 1},
+        **extra,
+        "devices": devices,
+    }
 
 
 def resource_slice(version: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": f"resource.k8s.io/{version}", "kind": "ResourceSlice", "metadata": {"name": "node-1-gpu"}, "spec": spec}
+    return {
+        "apiVersion": f"resource.k8s.io/{version}",
+        "kind": "ResourceSlice",
+        "metadata": {"name": "node-1-gpu"},
+        "spec": spec,
+    }
 
 
 V1_DEVICE = {"name": "gpu-0", "attributes": {"model": {"string": "A100"}}, "capacity": {"memory": {"value": "40Gi"}}}
-BASIC_DEVICE = {"name": "gpu-0", "basic": {"attributes": {"model": {"string": "A100"}}, "capacity": {"memory": {"value": "40Gi"}}}}
+BASIC_DEVICE = {
+    "name": "gpu-0",
+    "basic": {"attributes": {"model": {"string": "A100"}}, "capacity": {"memory": {"value": "40Gi"}}},
+}
 
 
 def test_v1beta1_slice_is_unwrapped_and_empty_node_fields_dropped() -> None:
     selector = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "pool", "operator": "In", "values": ["a"]}]}]}
-    original = resource_slice("v1beta1", slice_spec([copy.deepcopy(BASIC_DEVICE)], nodeName="", allNodes=False, nodeSelector=selector))
+    original = resource_slice(
+        "v1beta1", slice_spec([copy.deepcopy(BASIC_DEVICE)], nodeName="", allNodes=False, nodeSelector=selector)
+    )
     result = convert(original, cfg("1.34"))
     assert result.object == resource_slice("v1", slice_spec([V1_DEVICE], nodeSelector=selector))
     assert [f.rule for f in findings(result, severity=Severity.WARNING)] == ["resource-slice"]
-    assert schema_errors(result.object, T134) == ()
+    assert schema_errors(converted(result), T134) == ()
 
 
 def test_v1alpha3_slice_capacity_becomes_a_value() -> None:
     device = {"name": "gpu-0", "basic": {"attributes": {"model": {"string": "A100"}}, "capacity": {"memory": "40Gi"}}}
     result = convert(resource_slice("v1alpha3", slice_spec([device], nodeName="node-1")), cfg("1.34"))
     assert result.object == resource_slice("v1", slice_spec([V1_DEVICE], nodeName="node-1"))
-    assert schema_errors(result.object, T134) == ()
+    assert schema_errors(converted(result), T134) == ()
 
 
 def test_v1_slice_downgrade_gets_the_basic_wrapper() -> None:
     result = convert(resource_slice("v1", slice_spec([copy.deepcopy(V1_DEVICE)], nodeName="node-1")), cfg("1.32"))
     assert result.object == resource_slice("v1beta1", slice_spec([BASIC_DEVICE], nodeName="node-1"))
-    assert schema_errors(result.object, T132) == ()
+    assert schema_errors(converted(result), T132) == ()
 
 
 def test_v1alpha2_named_resources_slice() -> None:
@@ -384,7 +479,7 @@ def test_v1alpha2_named_resources_slice() -> None:
         "slice-attribute-dropped",
         "resource-slice",
     }
-    assert schema_errors(result.object, T134) == ()
+    assert schema_errors(converted(result), T134) == ()
 
 
 # --- objects with no equivalent ---------------------------------------------------------------------------
@@ -392,7 +487,12 @@ def test_v1alpha2_named_resources_slice() -> None:
 
 @pytest.mark.parametrize("kind", ["PodSchedulingContext", "PodScheduling"])
 def test_pod_scheduling_context_is_dropped_with_a_warning(kind: str) -> None:
-    obj = {"apiVersion": "resource.k8s.io/v1alpha2", "kind": kind, "metadata": {"name": "p"}, "spec": {"selectedNode": "n"}}
+    obj = {
+        "apiVersion": "resource.k8s.io/v1alpha2",
+        "kind": kind,
+        "metadata": {"name": "p"},
+        "spec": {"selectedNode": "n"},
+    }
     result = convert(obj, cfg("1.34"))
     assert result.changed and result.dropped and result.object is None
     assert [(f.severity, f.rule) for f in result.findings] == [(Severity.WARNING, "runtime-object-dropped")]
@@ -448,17 +548,34 @@ def test_unknown_kinds_of_the_group_are_left_alone() -> None:
     ("obj", "rule", "path"),
     [
         (
-            claim("v1beta1", {"allocationMode": "WaitForFirstConsumer", "devices": {"requests": [{"name": "r", "deviceClassName": "c"}]}}),
+            claim(
+                "v1beta1",
+                {
+                    "allocationMode": "WaitForFirstConsumer",
+                    "devices": {"requests": [{"name": "r", "deviceClassName": "c"}]},
+                },
+            ),
             "invalid-claim-allocation-mode",
             "spec.allocationMode",
         ),
         (
-            template("v1beta1", {"allocationMode": "Immediate", "devices": {"requests": [{"name": "r", "deviceClassName": "c"}]}}),
+            template(
+                "v1beta1",
+                {"allocationMode": "Immediate", "devices": {"requests": [{"name": "r", "deviceClassName": "c"}]}},
+            ),
             "invalid-claim-allocation-mode",
             "spec.spec.allocationMode",
         ),
         (
-            claim("v1", {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "c"}}], "constraints": [{"attributes": ["model"]}]}}),
+            claim(
+                "v1",
+                {
+                    "devices": {
+                        "requests": [{"name": "r", "exactly": {"deviceClassName": "c"}}],
+                        "constraints": [{"attributes": ["model"]}],
+                    }
+                },
+            ),
             "invalid-constraint-attributes",
             "spec.devices.constraints[0].attributes",
         ),
@@ -473,17 +590,40 @@ def test_unknown_kinds_of_the_group_are_left_alone() -> None:
             "spec.devices.requests[0].exactly",
         ),
         (
-            claim("v1beta1", {"resourceClassName": "c", "devices": {"requests": [{"name": "r", "deviceClassName": "c"}]}}),
+            claim(
+                "v1beta1", {"resourceClassName": "c", "devices": {"requests": [{"name": "r", "deviceClassName": "c"}]}}
+            ),
             "invalid-resource-class-name",
             "spec.resourceClassName",
         ),
         (
-            claim("v1beta1", {"devices": {"requests": [{"name": "r", "deviceClassName": "c", "firstAvailable": [{"name": "a", "deviceClassName": "c"}]}]}}),
+            claim(
+                "v1beta1",
+                {
+                    "devices": {
+                        "requests": [
+                            {
+                                "name": "r",
+                                "deviceClassName": "c",
+                                "firstAvailable": [{"name": "a", "deviceClassName": "c"}],
+                            }
+                        ]
+                    }
+                },
+            ),
             "exactly-and-first-available",
             "spec.devices.requests[0]",
         ),
     ],
-    ids=["claim-allocationMode", "template-allocationMode", "constraint-attributes", "flat-in-v1", "exactly-in-v1beta1", "resourceClassName", "flat-and-firstAvailable"],
+    ids=[
+        "claim-allocationMode",
+        "template-allocationMode",
+        "constraint-attributes",
+        "flat-in-v1",
+        "exactly-in-v1beta1",
+        "resourceClassName",
+        "flat-and-firstAvailable",
+    ],
 )
 def test_invalid_dra_constructs_are_errors_naming_the_field(obj: dict[str, Any], rule: str, path: str) -> None:
     frozen = copy.deepcopy(obj)
@@ -494,4 +634,4 @@ def test_invalid_dra_constructs_are_errors_naming_the_field(obj: dict[str, Any],
 
 def test_v135_schema_accepts_converted_templates() -> None:
     result = convert(template("v1beta1", flat_claim_spec()), cfg("1.35"))
-    assert schema_errors(result.object, T135) == ()
+    assert schema_errors(converted(result), T135) == ()

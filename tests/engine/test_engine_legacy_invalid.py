@@ -6,7 +6,7 @@ import copy
 from typing import Any
 
 import pytest
-from engine_support import container, error_keys, errors, findings, gpu, pod, schema_errors
+from engine_support import container, converted, error_keys, errors, findings, gpu, pod, schema_errors
 
 from translator.engine import Config, Severity, convert
 
@@ -17,13 +17,15 @@ def claim_user(*names: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("field", ["resourceClaimTemplateName", "resourceClaimName"])
 def test_legacy_source_is_flattened(config: Config, field: str) -> None:
-    original = pod({"resourceClaims": [{"name": "gpu", "source": {field: "gpu-tmpl"}}], "containers": [claim_user("gpu")]})
+    original = pod(
+        {"resourceClaims": [{"name": "gpu", "source": {field: "gpu-tmpl"}}], "containers": [claim_user("gpu")]}
+    )
     result = convert(original, config)
     assert result.changed and not errors(result)
-    assert result.object["spec"]["resourceClaims"] == [{"name": "gpu", field: "gpu-tmpl"}]
+    assert converted(result)["spec"]["resourceClaims"] == [{"name": "gpu", field: "gpu-tmpl"}]
     info = findings(result, "legacy-claim-source", Severity.INFO)
     assert [f.path for f in info] == ["spec.resourceClaims[0].source"]
-    assert schema_errors(result.object) == ()
+    assert schema_errors(converted(result)) == ()
     assert schema_errors(original) != ()  # `source` is not a field any more
 
 
@@ -47,13 +49,15 @@ def test_invalid_legacy_source_is_an_error_and_left(config: Config, claim: dict[
 def test_legacy_source_and_device_plugin_in_one_pod(config: Config) -> None:
     user = claim_user("old")
     user["resources"]["limits"] = gpu(1)
-    original = pod({"resourceClaims": [{"name": "old", "source": {"resourceClaimName": "shared"}}], "containers": [user]})
+    original = pod(
+        {"resourceClaims": [{"name": "old", "source": {"resourceClaimName": "shared"}}], "containers": [user]}
+    )
     result = convert(original, config)
-    spec = result.object["spec"]
+    spec = converted(result)["spec"]
     assert spec["resourceClaims"][0] == {"name": "old", "resourceClaimName": "shared"}
     assert spec["resourceClaims"][1]["name"] == "c-gpu"
     assert spec["containers"][0]["resources"] == {"claims": [{"name": "old"}, {"name": "c-gpu"}]}
-    assert schema_errors(result.object) == ()
+    assert schema_errors(converted(result)) == ()
 
 
 def test_legacy_source_in_a_deployment(config: Config) -> None:
@@ -65,12 +69,17 @@ def test_legacy_source_in_a_deployment(config: Config) -> None:
             "selector": {"matchLabels": {"a": "b"}},
             "template": {
                 "metadata": {"labels": {"a": "b"}},
-                "spec": {"resourceClaims": [{"name": "g", "source": {"resourceClaimTemplateName": "t"}}], "containers": [claim_user("g")]},
+                "spec": {
+                    "resourceClaims": [{"name": "g", "source": {"resourceClaimTemplateName": "t"}}],
+                    "containers": [claim_user("g")],
+                },
             },
         },
     }
     result = convert(deployment, config)
-    assert result.object["spec"]["template"]["spec"]["resourceClaims"] == [{"name": "g", "resourceClaimTemplateName": "t"}]
+    assert converted(result)["spec"]["template"]["spec"]["resourceClaims"] == [
+        {"name": "g", "resourceClaimTemplateName": "t"}
+    ]
     assert [f.path for f in findings(result, "legacy-claim-source")] == ["spec.template.spec.resourceClaims[0].source"]
 
 
@@ -124,5 +133,5 @@ def test_invalid_constructs_do_not_block_the_device_conversion(config: Config) -
     user["env"] = [{"name": "GPU", "valueFrom": {"resourceFieldRef": {"resource": "claims.app-gpu"}}}]
     result = convert(pod({"containers": [user]}), config)
     assert result.changed
-    assert result.object["spec"]["resourceClaims"][0]["name"] == "app-gpu"
+    assert converted(result)["spec"]["resourceClaims"][0]["name"] == "app-gpu"
     assert [f.rule for f in errors(result)] == ["invalid-claim-field-ref"]

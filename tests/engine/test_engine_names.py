@@ -12,6 +12,7 @@ from engine_support import (
     MANAGED_BY,
     all_pod_claim_names,
     container,
+    converted,
     errors,
     gpu,
     pod,
@@ -25,7 +26,7 @@ from translator.engine.templates import build_template, template_name
 
 
 def names_of(result: Any) -> list[str]:
-    return all_pod_claim_names(result.object["spec"])
+    return all_pod_claim_names(converted(result)["spec"])
 
 
 def test_long_container_names_give_valid_unique_claim_names(config: Config) -> None:
@@ -36,7 +37,7 @@ def test_long_container_names_give_valid_unique_claim_names(config: Config) -> N
     assert len(names) == len(set(names)) == 2
     for name in names:
         assert len(name) <= 63 and DNS_LABEL.match(name), name
-    assert schema_errors(result.object) == ()
+    assert schema_errors(converted(result)) == ()
 
 
 def test_claim_names_are_deterministic(config: Config) -> None:
@@ -55,7 +56,7 @@ def test_generated_names_avoid_existing_pod_claim_names(config: Config) -> None:
     app = container("app", gpu(1))
     app["resources"]["claims"] = [{"name": "app-gpu"}]
     result = convert(pod({"resourceClaims": copy.deepcopy(existing), "containers": [app]}), config)
-    spec = result.object["spec"]
+    spec = converted(result)["spec"]
     assert spec["resourceClaims"][:2] == existing
     assert spec["resourceClaims"][2]["name"] == "app-gpu-3"
     assert spec["containers"][0]["resources"]["claims"] == [{"name": "app-gpu"}, {"name": "app-gpu-3"}]
@@ -71,7 +72,12 @@ def test_collision_with_an_existing_long_name(config: Config) -> None:
     long_name = "c" * 63
     first = convert(pod_of([container(long_name, gpu(1))]), config)
     generated = names_of(first)[0]
-    clash = pod({"resourceClaims": [{"name": generated, "resourceClaimName": "x"}], "containers": [container(long_name, gpu(1))]})
+    clash = pod(
+        {
+            "resourceClaims": [{"name": generated, "resourceClaimName": "x"}],
+            "containers": [container(long_name, gpu(1))],
+        }
+    )
     result = convert(clash, config)
     names = names_of(result)
     assert names[0] == generated and names[1] != generated
@@ -129,7 +135,7 @@ def test_template_metadata_namespace_and_label() -> None:
 
 
 def test_namespace_less_workload_gives_namespace_less_templates(config: Config) -> None:
-    deployment = {
+    deployment: dict[str, Any] = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": {"name": "d"},

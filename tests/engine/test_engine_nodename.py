@@ -6,7 +6,7 @@ import copy
 from typing import Any
 
 import pytest
-from engine_support import CORPUS, container, errors, findings, gpu, load_documents, pod, schema_errors
+from engine_support import CORPUS, container, converted, errors, findings, gpu, load_documents, pod, schema_errors
 
 from translator.engine import Config, Severity, convert, parse_config
 
@@ -21,28 +21,28 @@ def gpu_pod(**spec: Any) -> dict[str, Any]:
 
 
 def terms(result: Any) -> list[dict[str, Any]]:
-    value: list[dict[str, Any]] = result.object["spec"]["affinity"]["nodeAffinity"][REQUIRED]["nodeSelectorTerms"]
+    value: list[dict[str, Any]] = converted(result)["spec"]["affinity"]["nodeAffinity"][REQUIRED]["nodeSelectorTerms"]
     return value
 
 
 def test_node_name_becomes_a_hostname_node_selector(config: Config) -> None:
     result = convert(gpu_pod(nodeSelector={"gpu": "true"}), config)
-    spec = result.object["spec"]
+    spec = converted(result)["spec"]
     assert "nodeName" not in spec
     assert spec["nodeSelector"] == {"gpu": "true", HOST: "node-a"}
     info = findings(result, "node-name-to-selector", Severity.INFO)
     assert [f.path for f in info] == ["spec.nodeName"]
-    assert schema_errors(result.object) == ()
+    assert schema_errors(converted(result)) == ()
 
 
 def test_matching_hostname_selector_is_fine(config: Config) -> None:
     result = convert(gpu_pod(nodeSelector={HOST: "node-a"}), config)
-    assert "nodeName" not in result.object["spec"] and not errors(result)
+    assert "nodeName" not in converted(result)["spec"] and not errors(result)
 
 
 def test_conflicting_hostname_selector_is_an_error_and_node_name_stays(config: Config) -> None:
     result = convert(gpu_pod(nodeSelector={HOST: "node-b"}), config)
-    spec = result.object["spec"]
+    spec = converted(result)["spec"]
     assert spec["nodeName"] == "node-a"
     assert spec["nodeSelector"] == {HOST: "node-b"}
     assert [(f.rule, f.path) for f in errors(result)] == [
@@ -59,17 +59,22 @@ def test_pods_without_claims_keep_node_name_by_default(config: Config) -> None:
 
 
 def test_negative_corpus_pod_with_node_name_and_no_devices(config: Config) -> None:
-    path = CORPUS / "negative" / "smarter-project__smarter-device-manager__smarter-device-management-pod-k3s-test-xavier.yaml"
-    (doc,) = load_documents(path)
+    path = (
+        CORPUS
+        / "negative"
+        / "smarter-project__smarter-device-manager__smarter-device-management-pod-k3s-test-xavier.yaml"
+    )
+    (loaded,) = load_documents(path)
+    doc: dict[str, Any] = loaded
     assert doc["spec"]["nodeName"]
     result = convert(doc, config)
     assert not result.changed and result.object is doc
     # With scope "all" every nodeName goes.
     everything = convert(copy.deepcopy(doc), SCOPE_ALL)
     assert everything.changed
-    assert "nodeName" not in everything.object["spec"]
-    assert everything.object["spec"]["nodeSelector"][HOST] == doc["spec"]["nodeName"]
-    assert schema_errors(everything.object) == ()
+    assert "nodeName" not in converted(everything)["spec"]
+    assert converted(everything)["spec"]["nodeSelector"][HOST] == doc["spec"]["nodeName"]
+    assert schema_errors(converted(everything)) == ()
 
 
 def test_pods_that_already_use_claims_lose_node_name(config: Config) -> None:
@@ -82,14 +87,14 @@ def test_pods_that_already_use_claims_lose_node_name(config: Config) -> None:
     )
     result = convert(original, config)
     assert result.changed and result.templates == []
-    assert result.object["spec"]["nodeSelector"] == {HOST: "node-a"}
+    assert converted(result)["spec"]["nodeSelector"] == {HOST: "node-a"}
 
 
 def test_node_affinity_mode_without_affinity() -> None:
     result = convert(gpu_pod(), AFFINITY)
-    assert "nodeName" not in result.object["spec"]
+    assert "nodeName" not in converted(result)["spec"]
     assert terms(result) == [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-a"]}]}]
-    assert schema_errors(result.object) == ()
+    assert schema_errors(converted(result)) == ()
 
 
 def test_node_affinity_mode_ands_into_every_existing_term() -> None:
@@ -112,9 +117,9 @@ def test_node_affinity_mode_ands_into_every_existing_term() -> None:
         {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["z1"]}], "matchFields": [requirement]},
         {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-a", "node-b"]}, requirement]},
     ]
-    preferred = result.object["spec"]["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+    preferred = converted(result)["spec"]["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
     assert preferred == affinity["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
-    assert schema_errors(result.object) == ()
+    assert schema_errors(converted(result)) == ()
 
 
 @pytest.mark.parametrize(
@@ -128,7 +133,7 @@ def test_node_affinity_mode_ands_into_every_existing_term() -> None:
 def test_node_affinity_that_excludes_the_node_is_an_error(field: dict[str, Any]) -> None:
     affinity = {"nodeAffinity": {REQUIRED: {"nodeSelectorTerms": [{"matchFields": [field]}]}}}
     result = convert(gpu_pod(affinity=copy.deepcopy(affinity)), AFFINITY)
-    spec = result.object["spec"]
+    spec = converted(result)["spec"]
     assert spec["nodeName"] == "node-a"
     assert spec["affinity"] == affinity
     assert [(f.rule, f.path) for f in errors(result)] == [
@@ -140,7 +145,7 @@ def test_node_affinity_not_in_another_node_is_compatible() -> None:
     field = {"key": "metadata.name", "operator": "NotIn", "values": ["node-b"]}
     affinity = {"nodeAffinity": {REQUIRED: {"nodeSelectorTerms": [{"matchFields": [field]}]}}}
     result = convert(gpu_pod(affinity=affinity), AFFINITY)
-    assert not errors(result) and "nodeName" not in result.object["spec"]
+    assert not errors(result) and "nodeName" not in converted(result)["spec"]
     assert terms(result)[0]["matchFields"][-1]["values"] == ["node-a"]
 
 
@@ -152,7 +157,7 @@ def test_node_affinity_not_in_another_node_is_compatible() -> None:
 def test_node_affinity_mode_with_null_levels(affinity: Any) -> None:
     """Regression: a null level made convert() raise AttributeError."""
     result = convert(gpu_pod(affinity=affinity), AFFINITY)
-    assert not errors(result) and "nodeName" not in result.object["spec"]
+    assert not errors(result) and "nodeName" not in converted(result)["spec"]
     assert terms(result)[-1]["matchFields"] == [{"key": "metadata.name", "operator": "In", "values": ["node-a"]}]
 
 
@@ -164,12 +169,16 @@ def test_scope_all_with_node_affinity_on_a_workload() -> None:
         "metadata": {"name": "d"},
         "spec": {
             "selector": {"matchLabels": {"a": "b"}},
-            "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"nodeName": "n1", "containers": [container("c")]}},
+            "template": {
+                "metadata": {"labels": {"a": "b"}},
+                "spec": {"nodeName": "n1", "containers": [container("c")]},
+            },
         },
     }
     result = convert(deployment, cfg)
-    template_spec = result.object["spec"]["template"]["spec"]
+    template_spec = converted(result)["spec"]["template"]["spec"]
     assert "nodeName" not in template_spec
-    assert template_spec["affinity"]["nodeAffinity"][REQUIRED]["nodeSelectorTerms"][0]["matchFields"][0]["values"] == ["n1"]
+    assert template_spec["affinity"]["nodeAffinity"][REQUIRED]["nodeSelectorTerms"][0]["matchFields"][0]["values"] == [
+        "n1"
+    ]
     assert [f.path for f in findings(result, "node-name-to-selector")] == ["spec.template.spec.nodeName"]
-

@@ -18,6 +18,7 @@ from engine_support import (
     T134,
     all_pod_claim_names,
     check_invariant,
+    converted,
     errors,
     iter_containers,
     parse_count,
@@ -67,7 +68,10 @@ def resources(draw: st.DrawFn) -> dict[str, Any]:
 def pods(draw: st.DrawFn) -> dict[str, Any]:
     existing = draw(st.lists(st.sampled_from(EXISTING_NAMES), unique=True, max_size=3))
     pod_claims = [
-        {"name": name, **draw(st.sampled_from([{"resourceClaimName": "shared-claim"}, {"resourceClaimTemplateName": "existing"}]))}
+        {
+            "name": name,
+            **draw(st.sampled_from([{"resourceClaimName": "shared-claim"}, {"resourceClaimTemplateName": "existing"}])),
+        }
         for name in existing
     ]
 
@@ -121,7 +125,7 @@ def device_requests_left(pod_spec: dict[str, Any]) -> list[tuple[str, int, str]]
 def test_conversion_is_idempotent(original: dict[str, Any]) -> None:
     first = convert(copy.deepcopy(original), CONFIG_134)
     assert not errors(first)
-    again = convert(copy.deepcopy(first.object), CONFIG_134)
+    again = convert(copy.deepcopy(converted(first)), CONFIG_134)
     assert not again.changed
     assert again.object == first.object
     assert again.templates == []
@@ -133,7 +137,7 @@ def test_conversion_is_idempotent(original: dict[str, Any]) -> None:
 def test_no_device_is_lost_or_gained(original: dict[str, Any]) -> None:
     result = convert(copy.deepcopy(original), CONFIG_134)
     assert result.object is not None
-    after = result.object["spec"]
+    after = converted(result)["spec"]
     assert device_requests_left(after) == []
     check_invariant(original["spec"], after, result.templates, DEVICE_NAMES)
     # Pre-existing claims and their users are kept as they were.
@@ -152,7 +156,7 @@ def test_output_is_valid_for_134(original: dict[str, Any]) -> None:
     assert schema_errors(original) == ()
     result = convert(copy.deepcopy(original), CONFIG_134)
     assert result.object is not None
-    assert schema_errors(result.object) == ()
+    assert schema_errors(converted(result)) == ()
     for template in result.templates:
         assert template["apiVersion"] == "resource.k8s.io/v1"
         assert schema_errors(template) == ()
@@ -164,12 +168,12 @@ def test_output_is_valid_for_134(original: dict[str, Any]) -> None:
 def test_claim_names_are_unique_dns_labels(original: dict[str, Any]) -> None:
     result = convert(copy.deepcopy(original), CONFIG_134)
     assert result.object is not None
-    names = all_pod_claim_names(result.object["spec"])
+    names = all_pod_claim_names(converted(result)["spec"])
     assert len(names) == len(set(names))
     for name in names:
         assert isinstance(name, str) and len(name) <= 63 and DNS_LABEL.match(name), name
     declared = set(names)
-    for _, _, item in iter_containers(result.object["spec"]):
+    for _, _, item in iter_containers(converted(result)["spec"]):
         for claim in (item.get("resources") or {}).get("claims", []):
             assert claim["name"] in declared
 
@@ -180,7 +184,7 @@ def test_output_is_valid_for_the_beta_targets(original: dict[str, Any], target: 
     config, version = target
     result = convert(copy.deepcopy(original), config)
     assert result.object is not None and not errors(result)
-    assert schema_errors(result.object, version) == ()
+    assert schema_errors(converted(result), version) == ()
     for template in result.templates:
         assert template["apiVersion"] == config.target.dra_api_version
         assert schema_errors(template, version) == ()
@@ -223,7 +227,10 @@ def v1_claim_objects(draw: st.DrawFn) -> dict[str, Any]:
     devices: dict[str, Any] = {"requests": requests}
     if draw(st.booleans()):
         devices["constraints"] = [
-            {"requests": draw(st.lists(st.sampled_from(names), min_size=1, unique=True)), "matchAttribute": "gpu.example.com/model"}
+            {
+                "requests": draw(st.lists(st.sampled_from(names), min_size=1, unique=True)),
+                "matchAttribute": "gpu.example.com/model",
+            }
         ]
     if draw(st.booleans()):
         devices["config"] = [
@@ -260,9 +267,9 @@ def test_v1_to_132_and_back_is_lossless(original: dict[str, Any]) -> None:
     assert schema_errors(original, T134) == ()
     down = convert(copy.deepcopy(original), CONFIG_132)
     assert down.changed and not errors(down)
-    assert down.object is not None and down.object["apiVersion"] == "resource.k8s.io/v1beta1"
-    assert schema_errors(down.object, T132) == ()
-    up = convert(copy.deepcopy(down.object), CONFIG_134)
+    assert down.object is not None and converted(down)["apiVersion"] == "resource.k8s.io/v1beta1"
+    assert schema_errors(converted(down), T132) == ()
+    up = convert(copy.deepcopy(converted(down)), CONFIG_134)
     assert up.changed and not errors(up)
     assert up.object == without_default_admin_access(original)
 
@@ -271,7 +278,7 @@ def test_v1_to_132_and_back_is_lossless(original: dict[str, Any]) -> None:
 @given(v1_claim_objects())
 def test_v1_to_133_and_back_is_exact(original: dict[str, Any]) -> None:
     down = convert(copy.deepcopy(original), CONFIG_133)
-    assert down.object is not None and down.object["apiVersion"] == "resource.k8s.io/v1beta2"
-    assert schema_errors(down.object, T133) == ()
-    up = convert(copy.deepcopy(down.object), CONFIG_134)
+    assert down.object is not None and converted(down)["apiVersion"] == "resource.k8s.io/v1beta2"
+    assert schema_errors(converted(down), T133) == ()
+    up = convert(copy.deepcopy(converted(down)), CONFIG_134)
     assert up.object == original

@@ -11,6 +11,7 @@ from engine_support import (
     T134,
     as_pod,
     container,
+    converted,
     errors,
     findings,
     gpu,
@@ -58,7 +59,10 @@ def ray_cluster() -> dict[str, Any]:
 
 
 def replicated_jobs() -> list[dict[str, Any]]:
-    return [{"name": "node", "template": {"spec": {"template": pod_template()}}}, {"name": "init", "template": {"spec": {"template": pod_template()}}}]
+    return [
+        {"name": "node", "template": {"spec": {"template": pod_template()}}},
+        {"name": "init", "template": {"spec": {"template": pod_template()}}},
+    ]
 
 
 # (apiVersion, kind, spec-level fields, pod spec paths, has a schema in 1.34)
@@ -67,13 +71,25 @@ CASES: list[tuple[str, str, dict[str, Any], list[Path], bool]] = [
     (
         "v1",
         "ReplicationController",
-        {"spec": {"replicas": 1, "selector": {"app": "demo"}, "template": {**pod_template(), "spec": always(pod_spec())}}},
+        {
+            "spec": {
+                "replicas": 1,
+                "selector": {"app": "demo"},
+                "template": {**pod_template(), "spec": always(pod_spec())},
+            }
+        },
         [("spec", "template", "spec")],
         True,
     ),
     ("apps/v1", "Deployment", {"spec": apps("Deployment")}, [("spec", "template", "spec")], True),
     ("apps/v1", "ReplicaSet", {"spec": apps("ReplicaSet")}, [("spec", "template", "spec")], True),
-    ("apps/v1", "StatefulSet", {"spec": {**apps("StatefulSet"), "serviceName": "demo"}}, [("spec", "template", "spec")], True),
+    (
+        "apps/v1",
+        "StatefulSet",
+        {"spec": {**apps("StatefulSet"), "serviceName": "demo"}},
+        [("spec", "template", "spec")],
+        True,
+    ),
     ("apps/v1", "DaemonSet", {"spec": apps("DaemonSet")}, [("spec", "template", "spec")], True),
     ("batch/v1", "Job", {"spec": {"template": pod_template()}}, [("spec", "template", "spec")], True),
     (
@@ -129,7 +145,10 @@ CASES: list[tuple[str, str, dict[str, Any], list[Path], bool]] = [
         "ray.io/v1",
         "RayCluster",
         {"spec": ray_cluster()},
-        [("spec", "headGroupSpec", "template", "spec"), *[("spec", "workerGroupSpecs", i, "template", "spec") for i in (0, 1)]],
+        [
+            ("spec", "headGroupSpec", "template", "spec"),
+            *[("spec", "workerGroupSpecs", i, "template", "spec") for i in (0, 1)],
+        ],
         False,
     ),
     (
@@ -162,28 +181,51 @@ CASES: list[tuple[str, str, dict[str, Any], list[Path], bool]] = [
     (
         "leaderworkerset.x-k8s.io/v1",
         "LeaderWorkerSet",
-        {"spec": {"leaderWorkerTemplate": {"size": 2, "leaderTemplate": pod_template(), "workerTemplate": pod_template()}}},
+        {
+            "spec": {
+                "leaderWorkerTemplate": {"size": 2, "leaderTemplate": pod_template(), "workerTemplate": pod_template()}
+            }
+        },
         [("spec", "leaderWorkerTemplate", t, "spec") for t in ("leaderTemplate", "workerTemplate")],
         False,
     ),
     (
         "batch.volcano.sh/v1alpha1",
         "Job",
-        {"spec": {"schedulerName": "volcano", "tasks": [{"name": "a", "replicas": 1, "template": pod_template()}, {"name": "b", "template": pod_template()}]}},
+        {
+            "spec": {
+                "schedulerName": "volcano",
+                "tasks": [
+                    {"name": "a", "replicas": 1, "template": pod_template()},
+                    {"name": "b", "template": pod_template()},
+                ],
+            }
+        },
         [("spec", "tasks", i, "template", "spec") for i in (0, 1)],
         False,
     ),
     (
         "serving.kserve.io/v1beta1",
         "InferenceService",
-        {"spec": {"predictor": {"containers": pod_spec()["containers"]}, "transformer": {"containers": pod_spec()["containers"]}}},
+        {
+            "spec": {
+                "predictor": {"containers": pod_spec()["containers"]},
+                "transformer": {"containers": pod_spec()["containers"]},
+            }
+        },
         [("spec", "predictor"), ("spec", "transformer")],
         False,
     ),
     (
         "serving.kserve.io/v1alpha1",
         "LLMInferenceService",
-        {"spec": {"template": pod_spec(), "worker": pod_spec(), "prefill": {"template": pod_spec(), "worker": pod_spec()}}},
+        {
+            "spec": {
+                "template": pod_spec(),
+                "worker": pod_spec(),
+                "prefill": {"template": pod_spec(), "worker": pod_spec()},
+            }
+        },
         [("spec", "template"), ("spec", "worker"), ("spec", "prefill", "template"), ("spec", "prefill", "worker")],
         False,
     ),
@@ -217,11 +259,18 @@ def render(path: Path) -> str:
     return out
 
 
-@pytest.mark.parametrize(("api_version", "kind", "fields", "paths", "has_schema"), CASES, ids=[f"{c[1]}-{c[0]}" for c in CASES])
+@pytest.mark.parametrize(
+    ("api_version", "kind", "fields", "paths", "has_schema"), CASES, ids=[f"{c[1]}-{c[0]}" for c in CASES]
+)
 def test_pod_templates_in_workload_kinds(
     config: Config, api_version: str, kind: str, fields: dict[str, Any], paths: list[Path], has_schema: bool
 ) -> None:
-    obj = {"apiVersion": api_version, "kind": kind, "metadata": {"name": "demo", "namespace": "ml"}, **copy.deepcopy(fields)}
+    obj = {
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": {"name": "demo", "namespace": "ml"},
+        **copy.deepcopy(fields),
+    }
     frozen = copy.deepcopy(obj)
     result = convert(obj, config)
     assert obj == frozen
@@ -233,7 +282,9 @@ def test_pod_templates_in_workload_kinds(
     for path in paths:
         spec = get(result.object, path)
         assert spec["resourceClaims"] == [{"name": "worker-gpu", "resourceClaimTemplateName": name}], path
-        assert spec["containers"][0]["resources"] == {"requests": {"cpu": "1"}, "claims": [{"name": "worker-gpu"}]}, path
+        assert spec["containers"][0]["resources"] == {"requests": {"cpu": "1"}, "claims": [{"name": "worker-gpu"}]}, (
+            path
+        )
     converted_at = sorted(f.path for f in findings(result, "device-plugin-to-claim"))
     assert converted_at == sorted(f"{render(p)}.containers[0].resources" for p in paths)
     # Nothing outside the pod templates changed.
@@ -244,15 +295,17 @@ def test_pod_templates_in_workload_kinds(
     assert schema_errors(template) == ()
 
 
-@pytest.mark.parametrize(("api_version", "kind", "fields", "paths", "has_schema"), CASES, ids=[f"{c[1]}-{c[0]}" for c in CASES])
+@pytest.mark.parametrize(
+    ("api_version", "kind", "fields", "paths", "has_schema"), CASES, ids=[f"{c[1]}-{c[0]}" for c in CASES]
+)
 def test_converted_workloads_are_valid(
     config: Config, api_version: str, kind: str, fields: dict[str, Any], paths: list[Path], has_schema: bool
 ) -> None:
     obj = {"apiVersion": api_version, "kind": kind, "metadata": {"name": "demo"}, **copy.deepcopy(fields)}
     result = convert(obj, config)
-    assert validate_object(result.object, T134).checked is has_schema
+    assert validate_object(converted(result), T134).checked is has_schema
     if has_schema:
-        assert schema_errors(result.object) == ()
+        assert schema_errors(converted(result)) == ()
     for path in paths:  # CRDs: each converted pod spec must still be a valid pod spec
         assert schema_errors(as_pod(get(result.object, path))) == (), path
 
@@ -278,12 +331,15 @@ def test_list_of_objects(config: Config) -> None:
     items = [gpu_pod, twin, service, context, elsewhere, old_template]
     result = convert({"apiVersion": "v1", "kind": "List", "items": copy.deepcopy(items)}, config)
     assert result.changed
-    out = result.object["items"]
+    out = converted(result)["items"]
     assert [i["kind"] for i in out] == ["Pod", "Pod", "Service", "Pod", "ResourceClaimTemplate"]
     assert out[2] == service
     assert out[4]["apiVersion"] == "resource.k8s.io/v1"
     assert sorted((t["metadata"]["namespace"], t["metadata"]["name"]) for t in result.templates) == sorted(
-        {("team", out[0]["spec"]["resourceClaims"][0]["resourceClaimTemplateName"]), ("other", out[3]["spec"]["resourceClaims"][0]["resourceClaimTemplateName"])}
+        {
+            ("team", out[0]["spec"]["resourceClaims"][0]["resourceClaimTemplateName"]),
+            ("other", out[3]["spec"]["resourceClaims"][0]["resourceClaimTemplateName"]),
+        }
     )
     paths = {f.path for f in result.findings}
     assert "items[0].spec.containers[0].resources" in paths
@@ -307,7 +363,10 @@ def test_argo_kinds_are_reported_not_rewritten(config: Config, kind: str) -> Non
         "metadata": {"name": "wf"},
         "spec": {
             "templates": [
-                {"name": "train", "container": {"image": "x", "resources": {"limits": {"nvidia.com/gpu": 1, "vendor.io/x": 1}}}},
+                {
+                    "name": "train",
+                    "container": {"image": "x", "resources": {"limits": {"nvidia.com/gpu": 1, "vendor.io/x": 1}}},
+                },
                 {"name": "idle", "container": {"image": "x", "resources": {"limits": {"cpu": 1}}}},
             ]
         },
@@ -325,7 +384,11 @@ def test_extra_workload_kinds_from_the_config_file() -> None:
     cfg = parse_config(
         {
             "workloads": [
-                {"apiGroup": "example.com", "kind": "GpuJob", "podSpecPaths": ["spec.runner.template.spec", "spec.pools[*].pod", "spec.roles.*.spec"]}
+                {
+                    "apiGroup": "example.com",
+                    "kind": "GpuJob",
+                    "podSpecPaths": ["spec.runner.template.spec", "spec.pools[*].pod", "spec.roles.*.spec"],
+                }
             ]
         }
     )
@@ -390,7 +453,10 @@ def test_trainjob_resources_per_node_is_reported(config: Config) -> None:
         "apiVersion": "trainer.kubeflow.org/v1alpha1",
         "kind": "TrainJob",
         "metadata": {"name": "t"},
-        "spec": {"runtimeRef": {"name": "torch"}, "trainer": {"numNodes": 2, "resourcesPerNode": {"limits": {"nvidia.com/gpu": "1"}}}},
+        "spec": {
+            "runtimeRef": {"name": "torch"},
+            "trainer": {"numNodes": 2, "resourcesPerNode": {"limits": {"nvidia.com/gpu": "1"}}},
+        },
     }
     result = convert(job, config)
     assert any(f.severity is Severity.WARNING and "nvidia.com/gpu" in f.path for f in result.findings)

@@ -228,3 +228,22 @@ def test_kind_list_is_converted(run_cli: Runner) -> None:
     assert docs[0]["kind"] == "List"
     assert "resourceClaims" in docs[0]["items"][0]["spec"]
     assert docs[1]["kind"] == "ResourceClaimTemplate"
+
+
+def test_device_class_with_extended_resource_name_in_inputs_is_reported(run_cli: Runner, corpus: Path) -> None:
+    source = corpus / "legacy" / "NVIDIA__k8s-dra-driver-gpu__demo__specs__extended-resources__mig-1g-12gb.yaml"
+    result = run_cli("convert", "--report", "json", str(source))
+    rows = json.loads(result.stderr)["findings"]
+    served = [r for r in rows if r["rule"] == "extended-resource-class"]
+    assert len(served) == 1 and "mig-1g-12gb.gpu.nvidia.com" in served[0]["message"]
+    assert served[0]["path"] == 'spec.containers[0].resources.limits["nvidia.com/mig-1g.12gb"]'
+
+
+def test_directory_walk_is_sorted_and_skips_dot_directories(run_cli: Runner, tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "x.yaml").write_text(GPU_POD)
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "pod.yaml").write_text(GPU_POD.replace("name: gpu", "name: second"))
+    (tmp_path / "a.yaml").write_text(GPU_POD.replace("name: gpu", "name: first"))
+    docs = _docs(run_cli("convert", str(tmp_path)).stdout)
+    assert [d["metadata"]["name"] for d in docs if d["kind"] == "Pod"] == ["first", "second"]

@@ -75,13 +75,14 @@ def diff(old: Any, new: Any) -> list[Op]:
 
 
 def _diff(old: Any, new: Any, path: Path, ops: list[Op]) -> None:
-    if same(old, new):
+    # collections recurse instead of comparing first: one pass over unchanged subtrees
+    if old is new:
         return
     if isinstance(old, dict) and isinstance(new, dict):
         _diff_dict(old, new, path, ops)
     elif isinstance(old, list) and isinstance(new, list):
         _diff_list(old, new, path, ops)
-    else:
+    elif not same(old, new):
         ops.append(Replace(path, new))
 
 
@@ -89,8 +90,8 @@ def _diff_dict(old: dict[Any, Any], new: dict[Any, Any], path: Path, ops: list[O
     removed = [k for k in old if k not in new]
     added = tuple((k, v) for k, v in new.items() if k not in old)
     if not new:
-        # an emptied block mapping has no text form left; write `{}` instead
-        ops.append(Replace(path, new))
+        if old:  # an emptied block mapping has no text form left; write `{}` instead
+            ops.append(Replace(path, new))
         return
     ops.extend(RemoveKey(path, k) for k in removed)
     for k, v in new.items():

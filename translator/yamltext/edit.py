@@ -15,7 +15,7 @@ from typing import Any, Literal
 import yaml
 from yaml.nodes import Node
 
-from translator.yamltext.diff import Op, diff, same
+from translator.yamltext.diff import AddKeys, AppendItems, Op, Replace, diff, get_path, same
 from translator.yamltext.layout import detect_layout
 from translator.yamltext.render import DeclineError, Layout
 from translator.yamltext.roundtrip import frame, roundtrip_edit
@@ -39,16 +39,16 @@ def edit_document(doc_text: str, old: Any, new: Any) -> EditResult:
     if same(old, new):
         return EditResult(doc_text, "surgical")
     ops = diff(old, new)
-    layout = Layout()
+    root: Node | None = None
     try:
         root = _compose(doc_text)
-        layout = detect_layout([root])
         text = SurgicalEditor(doc_text, root, new).apply(ops)
-        if parses_to(text, new):
+        if parses_to(text, new, ops):
             return EditResult(text, "surgical")
         reason = "surgical edit did not re-parse to the new value"
     except DeclineError as exc:
         reason = str(exc)
+    layout = detect_layout([root]) if root is not None else Layout()
     return _fallback(doc_text, ops, new, layout, reason)
 
 
@@ -88,9 +88,31 @@ def rewrite(doc_text: str, new: Any) -> str:
     return head + text + foot
 
 
-def parses_to(text: str, new: Any) -> bool:
+def parses_to(text: str, new: Any, ops: list[Op] | None = None) -> bool:
+    """Whether `text` loads to `new`, telling 1 from True and 1.0 (which == does not).
+
+    With the ops that produced `text`, the strict comparison is limited to what they wrote:
+    the rest of the text is the old document's, which already loaded to exactly those values.
+    """
     try:
         loaded = yaml.load(text, Loader=yaml.CSafeLoader)
     except yaml.YAMLError:
         return False
-    return same(loaded, new)
+    if ops is None or loaded != new:  # != also fails on NaN, which `same` accepts
+        return same(loaded, new)
+    try:
+        return all(_written_same(loaded, op) for op in ops)
+    except (KeyError, IndexError, TypeError):
+        return False
+
+
+def _written_same(loaded: Any, op: Op) -> bool:
+    if isinstance(op, Replace):
+        return same(get_path(loaded, op.path), op.value)
+    if isinstance(op, AddKeys):
+        target = get_path(loaded, op.path)
+        return all(same(target[k], v) for k, v in op.items)
+    if isinstance(op, AppendItems):
+        target = get_path(loaded, op.path)
+        return same(target[len(target) - len(op.items) :], list(op.items))
+    return True  # removals write nothing

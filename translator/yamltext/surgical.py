@@ -38,6 +38,7 @@ class SurgicalEditor:
         self.new = new
         self.edits: list[_Edit] = []
         self._entries: dict[int, dict[Any, tuple[Node, Node]]] = {}
+        self._chains: dict[Path, Chain] = {}
 
     def apply(self, ops: list[Op]) -> str:
         removals: dict[Path, list[Any]] = {}
@@ -53,11 +54,14 @@ class SurgicalEditor:
     # -- locating nodes -------------------------------------------------------------------
 
     def _chain(self, path: Path) -> Chain:
-        chain: Chain = [(self.root, None)]
-        node = self.root
-        for part in path:
-            node, key = self._child(node, part)
-            chain.append((node, key))
+        chain = self._chains.get(path)
+        if chain is None:
+            if path:
+                parent = self._chain(path[:-1])
+                chain = [*parent, self._child(parent[-1][0], path[-1])]
+            else:
+                chain = [(self.root, None)]
+            self._chains[path] = chain
         return chain
 
     def _child(self, node: Node, part: Any) -> tuple[Node, Node | None]:
@@ -315,13 +319,13 @@ class SurgicalEditor:
         edits = sorted(self.edits, key=lambda e: (e.start, e.end, -e.depth))
         merged: list[_Edit] = []
         for edit in edits:
-            if merged and edit.start < merged[-1].end:
-                last = merged[-1]
-                if edit.text or last.text:
-                    raise DeclineError("overlapping edits")
+            last = merged[-1] if merged else None
+            if last is not None and _deletion(last) and _deletion(edit) and edit.start <= last.end:
                 merged[-1] = _Edit(last.start, max(last.end, edit.end), "", last.depth)
-                continue
-            merged.append(edit)
+            elif last is not None and edit.start < last.end:
+                raise DeclineError("overlapping edits")
+            else:
+                merged.append(edit)
         s = self.t.s
         if not s.endswith("\n"):
             self._take_break_before_end(merged)
@@ -333,6 +337,10 @@ class SurgicalEditor:
             cursor = edit.end
         parts.append(s[cursor:])
         return "".join(parts)
+
+
+def _deletion(edit: _Edit) -> bool:
+    return not edit.text and edit.end > edit.start
 
 
 def _key_value(key: Node) -> Any:

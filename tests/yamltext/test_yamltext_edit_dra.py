@@ -1,0 +1,142 @@
+"""The other edit the translator makes: resource.k8s.io v1beta1 objects moved to v1.
+
+apiVersion changes, and each device request's fields move under `exactly:`. Runs over the
+shared DRA corpus when present, plus an inline excerpt with commented-out fields.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from translator.yamltext import edit_document, split_stream
+
+CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "dra-versions"
+_MOVED = ("deviceClassName", "selectors", "allocationMode", "count", "adminAccess", "tolerations")
+
+
+def to_v1(obj: Any) -> tuple[Any, list[tuple[Any, ...]]]:
+    new = copy.deepcopy(obj)
+    removed: list[tuple[Any, ...]] = []
+    if not isinstance(new, dict) or new.get("apiVersion") != "resource.k8s.io/v1beta1":
+        return new, removed
+    new["apiVersion"] = "resource.k8s.io/v1"
+
+    def walk(node: Any, path: tuple[Any, ...]) -> None:
+        if isinstance(node, dict):
+            requests = node.get("requests")
+            if path[-1:] == ("devices",) and isinstance(requests, list):
+                for i, request in enumerate(requests):
+                    moved = {k: request.pop(k) for k in _MOVED if k in request}
+                    removed.extend((*path, "requests", i, k) for k in moved)
+                    if moved:
+                        request["exactly"] = moved
+            for key, value in node.items():
+                walk(value, (*path, key))
+        elif isinstance(node, list):
+            for i, item in enumerate(node):
+                walk(item, (*path, i))
+
+    walk(new, ())
+    return new, removed
+
+
+def _last_line(node: yaml.Node) -> int:
+    while isinstance(node, yaml.MappingNode | yaml.SequenceNode) and not node.flow_style:
+        node = node.value[-1][1] if isinstance(node, yaml.MappingNode) else node.value[-1]
+    end = node.end_mark
+    # a block scalar's end mark sits at the start of the line after it
+    return int(end.line - 1 if isinstance(node, yaml.ScalarNode) and node.style in "|>" and node.style else end.line)
+
+
+def removed_line_ranges(text: str, paths: list[tuple[Any, ...]]) -> set[int]:
+    root = yaml.compose(text, Loader=yaml.CSafeLoader)
+    lines: set[int] = set()
+    for path in paths:
+        node = root
+        key_node = None
+        for part in path:
+            if isinstance(node, yaml.SequenceNode):
+                node = node.value[part]
+            else:
+                key_node, node = next((k, v) for k, v in node.value if k.value == part)
+        assert key_node is not None
+        lines.update(range(key_node.start_mark.line, _last_line(node) + 1))
+    return lines
+
+
+def check(text: str, obj: Any) -> str:
+    new, removed = to_v1(obj)
+    result = edit_document(text, obj, new)
+    assert result.method == "surgical", result.reason
+    assert yaml.load(result.text, Loader=yaml.CSafeLoader) == new
+    skip = removed_line_ranges(text, removed)
+    kept = [line for i, line in enumerate(text.splitlines(keepends=True)) if i not in skip]
+    got = iter(result.text.splitlines(keepends=True))
+    for line in kept:
+        if "apiVersion: resource.k8s.io/v1beta1" not in line:
+            variants = (line, line + "\n", _behind_dash(line))
+            assert any(other in variants for other in got), f"lost {line!r}"
+    return result.text
+
+
+def _behind_dash(line: str) -> str:
+    """The line once the keys before it in a `- ` item went: it moves up behind the dash."""
+    indent = len(line) - len(line.lstrip(" "))
+    return " " * (indent - 2) + "- " + line[indent:] if indent >= 2 else line
+
+
+_FILES = sorted(p for p in CORPUS.rglob("*") if p.suffix in (".yaml", ".yml")) if CORPUS.is_dir() else []
+_FILES = [p for p in _FILES if "resource.k8s.io/v1beta1" in p.read_text(encoding="utf-8")]
+
+
+@pytest.mark.skipif(not _FILES, reason="shared DRA corpus not present")
+@pytest.mark.parametrize("path", _FILES, ids=[str(p.relative_to(CORPUS))[-70:] for p in _FILES])
+def test_corpus_file(path: Path) -> None:
+    for doc in split_stream(path.read_text(encoding="utf-8")).documents:
+        check(doc.text, doc.obj)
+
+
+INTEL = """\
+apiVersion: resource.k8s.io/v1beta1
+kind: ResourceClaimTemplate
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        deviceClassName: gpu.intel.com
+##
+## if one is not enough
+#        count: 2
+"""
+INTEL_V1 = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly:
+          deviceClassName: gpu.intel.com
+##
+## if one is not enough
+#        count: 2
+"""
+
+
+def test_intel_excerpt_keeps_commented_out_fields_after_the_request() -> None:
+    assert check(INTEL, yaml.load(INTEL, Loader=yaml.CSafeLoader)) == INTEL_V1
+
+
+def test_first_key_of_a_request_moves() -> None:
+    text = "apiVersion: resource.k8s.io/v1beta1\nspec:\n  devices:\n    requests:\n    - deviceClassName: gpu\n      name: g\n"
+    assert check(text, yaml.load(text, Loader=yaml.CSafeLoader)) == (
+        "apiVersion: resource.k8s.io/v1\nspec:\n  devices:\n    requests:\n    - name: g\n"
+        "      exactly:\n        deviceClassName: gpu\n"
+    )
