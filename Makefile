@@ -20,9 +20,12 @@ demo: $(STAMP)
 	$(BIN)/dra-migrate convert --report text --validate -o out/ examples/
 	@echo "converted manifests written to out/"
 
+# Test directories are checked one by one: each has its own conftest module.
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	$(BIN)/mypy bench
+	for dir in tests/*/; do $(BIN)/mypy "$$dir" || exit 1; done
 
 ## The test command: lint, types, then the whole suite (the e2e part needs tests/e2e/build-control-plane.sh).
 test: lint

@@ -150,6 +150,15 @@ def test_legacy_output_validates_for_134(path: Path) -> None:
             assert schema_errors(template) == ()
 
 
+@pytest.mark.parametrize("path", LEGACY, ids=legacy_id)
+def test_legacy_conversion_is_idempotent(path: Path) -> None:
+    for _doc, result in convert_file(path):
+        if result.object is None:
+            continue
+        again = convert(copy.deepcopy(result.object), CONFIG)
+        assert not again.changed and again.object == result.object and again.templates == []
+
+
 def leftover_requests(obj: Any, config: Config = CONFIG) -> list[tuple[str, str]]:
     """(container path, resource) of convertible, non-zero device-plugin requests still in pod specs."""
     left = []
@@ -457,6 +466,8 @@ def check_dra(rel: str, index: int, doc: dict[str, Any], config: Config, expecte
         or converted(result)["kind"] == "DeviceTaintRule"
     )
     assert schema_errors(converted(result), config.target) == ()
+    again = convert(copy.deepcopy(converted(result)), config)
+    assert not again.changed and again.object == result.object and not errors(again)
 
 
 @pytest.mark.parametrize(("rel", "index", "doc"), dra_documents(is_dra))

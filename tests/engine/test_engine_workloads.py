@@ -38,7 +38,7 @@ def always(spec: dict[str, Any]) -> dict[str, Any]:
     return spec
 
 
-def apps(kind: str) -> dict[str, Any]:
+def apps() -> dict[str, Any]:
     template = pod_template()
     always(template["spec"])
     return {"selector": {"matchLabels": {"app": "demo"}}, "template": template}
@@ -81,16 +81,16 @@ CASES: list[tuple[str, str, dict[str, Any], list[Path], bool]] = [
         [("spec", "template", "spec")],
         True,
     ),
-    ("apps/v1", "Deployment", {"spec": apps("Deployment")}, [("spec", "template", "spec")], True),
-    ("apps/v1", "ReplicaSet", {"spec": apps("ReplicaSet")}, [("spec", "template", "spec")], True),
+    ("apps/v1", "Deployment", {"spec": apps()}, [("spec", "template", "spec")], True),
+    ("apps/v1", "ReplicaSet", {"spec": apps()}, [("spec", "template", "spec")], True),
     (
         "apps/v1",
         "StatefulSet",
-        {"spec": {**apps("StatefulSet"), "serviceName": "demo"}},
+        {"spec": {**apps(), "serviceName": "demo"}},
         [("spec", "template", "spec")],
         True,
     ),
-    ("apps/v1", "DaemonSet", {"spec": apps("DaemonSet")}, [("spec", "template", "spec")], True),
+    ("apps/v1", "DaemonSet", {"spec": apps()}, [("spec", "template", "spec")], True),
     ("batch/v1", "Job", {"spec": {"template": pod_template()}}, [("spec", "template", "spec")], True),
     (
         "batch/v1",
@@ -311,7 +311,7 @@ def test_converted_workloads_are_valid(
 
 
 def test_same_kind_name_in_another_group_is_not_a_workload(config: Config) -> None:
-    obj = {"apiVersion": "example.com/v1", "kind": "Deployment", "metadata": {"name": "d"}, "spec": apps("Deployment")}
+    obj = {"apiVersion": "example.com/v1", "kind": "Deployment", "metadata": {"name": "d"}, "spec": apps()}
     result = convert(obj, config)
     assert not result.changed and result.object is obj and result.findings == []
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -35,7 +36,7 @@ data:
 """
 
 
-def _docs(text: str) -> list[dict]:
+def _docs(text: str) -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all(text) if d is not None]
 
 
@@ -124,9 +125,7 @@ def test_output_dir_mirrors_tree_and_in_place_rewrites_only_changed(run_cli: Run
     assert again.code == 0, again.stdout  # idempotent: converting the output changes nothing
 
 
-def test_in_place_failure_leaves_file_intact(
-    run_cli: Runner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_in_place_failure_leaves_file_intact(run_cli: Runner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     target = tmp_path / "gpu.yaml"
     target.write_text(GPU_POD)
 
@@ -163,7 +162,10 @@ def test_existing_templates_are_not_emitted_again(run_cli: Runner, tmp_path: Pat
     template = _docs(first)[1]
     (tmp_path / "templates.yaml").write_text(yaml.safe_dump(template))
     (tmp_path / "pod.yaml").write_text(GPU_POD)
-    kinds = [d["kind"] for d in _docs(run_cli("convert", str(tmp_path / "pod.yaml"), str(tmp_path / "templates.yaml")).stdout)]
+    kinds = [
+        d["kind"]
+        for d in _docs(run_cli("convert", str(tmp_path / "pod.yaml"), str(tmp_path / "templates.yaml")).stdout)
+    ]
     assert kinds.count("ResourceClaimTemplate") == 1
 
 

@@ -48,6 +48,8 @@ def edit_document(doc_text: str, old: Any, new: Any) -> EditResult:
         reason = "surgical edit did not re-parse to the new value"
     except DeclineError as exc:
         reason = str(exc)
+    except Exception as exc:  # a bug or an unforeseen shape must not cost the document
+        reason = f"surgical editor failed: {type(exc).__name__}: {exc}"
     layout = detect_layout([root]) if root is not None else Layout()
     return _fallback(doc_text, ops, new, layout, reason)
 

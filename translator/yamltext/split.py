@@ -10,7 +10,8 @@ the next document's header. Each piece parses on its own to the same value. Only
 without documents (nothing but comments or blank lines) has a non-empty `tail`.
 
 Markers are found with a regex (a `---`/`...` at column 0 is always a document marker), which
-costs ~3% of the libyaml load; libyaml's own events settle any count disagreement.
+costs ~3% of the libyaml load. Streams the regex cannot settle alone (a `%` line above a `---`
+without `...`, or a document count that disagrees with libyaml's) are split on libyaml's events.
 """
 
 from __future__ import annotations
