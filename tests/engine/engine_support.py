@@ -126,8 +126,16 @@ def schema_errors(obj: dict[str, Any], target: Target = T134) -> tuple[str, ...]
     return result.errors
 
 
-def as_pod(pod_spec: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "wrapped"}, "spec": pod_spec}
+def as_pod(pod_spec: dict[str, Any], container_fields: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A Pod around a CRD's pod spec; single-container fields (KServe model formats) become containers."""
+    spec = {k: v for k, v in pod_spec.items() if k not in container_fields}
+    singles = [{"name": key, "image": "model-server", **pod_spec[key]} for key in container_fields if key in pod_spec]
+    if singles:
+        spec["containers"] = [*spec.get("containers", []), *singles]
+    for container in singles:  # model-format fields such as storageUri are not container fields
+        for extra in [k for k in container if k in ("storageUri", "runtimeVersion", "protocolVersion")]:
+            del container[extra]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "wrapped"}, "spec": spec}
 
 
 # --- corpus -----------------------------------------------------------------------------------

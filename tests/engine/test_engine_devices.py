@@ -175,16 +175,25 @@ def test_requests_not_equal_to_limits_is_an_error(config: Config) -> None:
     assert "requests 1 but limits 2" in found[0].message
 
 
-def test_an_error_in_one_container_leaves_only_that_resource(config: Config) -> None:
-    spec = [container("bad", gpu("1.5"), gpu("1.5")), container("good", {"nvidia.com/gpu": 1, "amd.com/gpu": "x"})]
-    result = convert(pod_of(spec), config)
+def test_an_error_keeps_that_device_class_on_the_device_plugin_for_the_whole_pod(config: Config) -> None:
+    """A pod cannot use one DeviceClass both ways (KEP-5004), so a bad count keeps its class's siblings too."""
+    spec = [
+        container("bad", gpu("1.5"), gpu("1.5")),
+        container("good", {"nvidia.com/gpu": 1, "amd.com/gpu": "x"}),
+        container("other", {"habana.ai/gaudi": 1}),
+    ]
+    result = convert(pod_of(copy.deepcopy(spec)), config)
     out = converted(result)["spec"]["containers"]
     assert out[0] == spec[0]
-    assert out[1]["resources"] == {"limits": {"amd.com/gpu": "x"}, "claims": [{"name": "good-gpu"}]}
+    assert out[1] == spec[1]
+    assert out[2]["resources"] == {"claims": [{"name": "other-gaudi"}]}
     assert {(f.rule, f.path) for f in errors(result)} == {
         ("invalid-device-count", GPU_PATH),
         ("invalid-device-count", 'spec.containers[1].resources.limits["amd.com/gpu"]'),
     }
+    kept = [f for f in findings(result, severity=Severity.WARNING) if f.rule == "pod-kept-on-device-plugin"]
+    assert [f.path for f in kept] == ["spec.containers[1].resources"]
+    assert "bad: nvidia.com/gpu" in kept[0].message
 
 
 # --- which containers ---------------------------------------------------------------------------
@@ -328,14 +337,13 @@ def test_implicit_dra_extended_resource_names_are_kept(config: Config) -> None:
 def test_hami_companion_keeps_nvidia_gpu_in_that_container(config: Config, companion: str) -> None:
     shared = container("shared", {"nvidia.com/gpu": 1, companion: 30})
     whole = container("whole", gpu(1))
-    result = convert(pod_of([copy.deepcopy(shared), whole]), config)
-    spec = converted(result)["spec"]
-    assert spec["containers"][0] == shared
-    assert spec["containers"][1]["resources"] == {"claims": [{"name": "whole-gpu"}]}
+    result = convert(pod_of([copy.deepcopy(shared), copy.deepcopy(whole)]), config)
+    assert not result.changed  # the vGPU share keeps the pod's other nvidia.com/gpu on the device plugin too
     warned = {(f.rule, f.path) for f in findings(result, severity=Severity.WARNING)}
     assert warned == {
         ("resource-kept-with-companion", GPU_PATH),
         ("unconvertible-resource", f'spec.containers[0].resources.limits["{companion}"]'),
+        ("pod-kept-on-device-plugin", "spec.containers[1].resources"),
     }
 
 

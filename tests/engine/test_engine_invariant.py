@@ -193,11 +193,6 @@ def test_one_container_with_two_names_of_one_device_kind(config: Config) -> None
     assert sorted(container_claims(after["initContainers"][0])) == ["app-neuron", "app-neuron-2"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="design: _best_subset only tries combinations of up to 8 claims, so with 10 one-device app claims an "
-    "init container asking for 9 gets all 10 (warned) although an exact subset exists; the pod total stays right",
-)
 def test_exact_subset_is_found_in_large_pools(config: Config) -> None:
     apps = [container(f"a{i}", gpu(1)) for i in range(10)]
     before, after, templates, _ = run(config, apps, [container("init", gpu(9))])

@@ -425,12 +425,6 @@ def test_core_kind_with_an_api_group_from_the_config() -> None:
 # --- design questions ------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="design: KServe model-format containers (spec.predictor.pytorch/sklearn/model/...) are not scanned: "
-    "the path spec.predictor only covers containers/initContainers, so nvidia.com/gpu there is neither "
-    "converted nor reported (corpus: kserve torchserve bloom-560m.yaml, gpu.yaml)",
-)
 def test_kserve_model_format_container_gpu_is_converted_or_reported(config: Config) -> None:
     isvc = {
         "apiVersion": "serving.kserve.io/v1beta1",
@@ -439,15 +433,14 @@ def test_kserve_model_format_container_gpu_is_converted_or_reported(config: Conf
         "spec": {"predictor": {"pytorch": {"storageUri": "gs://x", "resources": {"limits": {"nvidia.com/gpu": "1"}}}}},
     }
     result = convert(isvc, config)
-    assert result.changed or any("nvidia.com/gpu" in f.path for f in result.problems)
+    predictor = converted(result)["spec"]["predictor"]
+    assert "limits" not in predictor["pytorch"]["resources"]
+    assert predictor["pytorch"]["resources"]["claims"] == [{"name": "pytorch-gpu"}]
+    assert predictor["resourceClaims"] == [
+        {"name": "pytorch-gpu", "resourceClaimTemplateName": result.templates[0]["metadata"]["name"]}
+    ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="design: Kubeflow Trainer TrainJob asks for GPUs in spec.trainer.resourcesPerNode (not a pod "
-    "template); it is not in the workload table, so nothing is converted or reported, unlike Argo kinds "
-    "(corpus: kubeflow trainer flux lammps-train-gpus.yaml)",
-)
 def test_trainjob_resources_per_node_is_reported(config: Config) -> None:
     job = {
         "apiVersion": "trainer.kubeflow.org/v1alpha1",

@@ -51,10 +51,11 @@ def _convert_workload(obj: dict[str, Any], config: Config) -> ConversionResult:
     templates: dict[str, dict[str, Any]] = {}
     changed = False
     namespace = _namespace(obj)
+    container_fields = config.workloads.container_fields(obj)
     for path, pod_spec in config.workloads.pod_specs(out):
         check_pod_spec(pod_spec, path, findings)
         changed |= flatten_claim_sources(pod_spec, path, findings)
-        converted = convert_pod_spec(pod_spec, path, namespace, config, findings)
+        converted = convert_pod_spec(pod_spec, path, namespace, config, findings, container_fields)
         templates.update(converted.templates)
         changed |= converted.changed
         changed |= convert_node_name(pod_spec, path, config.node_name, findings)
@@ -117,7 +118,7 @@ def _find_resource_maps(
     found: list[tuple[tuple[str | int, ...], dict[str, Any]]] = []
     if isinstance(node, dict):
         for key, value in node.items():
-            if key == "resources" and isinstance(value, dict):
+            if key in ("resources", "resourcesPerNode") and isinstance(value, dict):
                 found.append(((*path, key), value))
             else:
                 found.extend(_find_resource_maps(value, (*path, str(key))))

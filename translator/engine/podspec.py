@@ -15,13 +15,16 @@ claim per container would add the init containers' devices on top. Instead:
   for the difference, which later init containers may reuse in turn.
 
 So the pod's claims add up to exactly the device-plugin need, per (class, selectors, config).
+
+A pod is never split between the device plugin and DRA for one DeviceClass: when a container must
+keep a mapped resource (a HAMi vGPU share, an invalid count), the pod's other requests of that
+class stay too, because no node serves one device both ways (KEP-5004, dra-api.md section 5).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from itertools import combinations
 from typing import Any
 
 from translator.engine.config import Config
@@ -43,18 +46,18 @@ PathParts = tuple[str | int, ...]
 
 @dataclass(slots=True)
 class ContainerRef:
-    kind: str  # "initContainers" | "containers"
-    index: int
+    where: PathParts  # relative to the pod spec: ("containers", 0), or ("pytorch",) for a KServe model container
     container: dict[str, Any]
+    init: bool
     sidecar: bool
 
     @property
     def name(self) -> str:
-        return str(self.container.get("name") or f"{self.kind}-{self.index}")
+        return str(self.container.get("name") or "-".join(str(p) for p in self.where))
 
     @property
     def long_running(self) -> bool:
-        return self.kind == "containers" or self.sidecar
+        return not self.init or self.sidecar
 
 
 @dataclass(slots=True)
@@ -80,7 +83,7 @@ class PodConversion:
     changed: bool = False
 
 
-def _containers(pod_spec: dict[str, Any]) -> list[ContainerRef]:
+def _containers(pod_spec: dict[str, Any], container_fields: tuple[str, ...]) -> list[ContainerRef]:
     refs: list[ContainerRef] = []
     for kind in ("initContainers", "containers"):
         items = pod_spec.get(kind)
@@ -88,8 +91,16 @@ def _containers(pod_spec: dict[str, Any]) -> list[ContainerRef]:
             continue
         for index, container in enumerate(items):
             if isinstance(container, dict):
-                sidecar = kind == "initContainers" and container.get("restartPolicy") == "Always"
-                refs.append(ContainerRef(kind, index, container, sidecar))
+                init = kind == "initContainers"
+                refs.append(
+                    ContainerRef((kind, index), container, init, init and container.get("restartPolicy") == "Always")
+                )
+    # Pod-spec-like CRDs (KServe predictors) also hold one container per model format key.
+    refs.extend(
+        ContainerRef((field_name,), pod_spec[field_name], init=False, sidecar=False)
+        for field_name in container_fields
+        if isinstance(pod_spec.get(field_name), dict)
+    )
     return refs
 
 
@@ -102,11 +113,18 @@ def _resource_maps(container: dict[str, Any]) -> tuple[dict[str, Any], dict[str,
     return (limits if isinstance(limits, dict) else {}), (requests if isinstance(requests, dict) else {})
 
 
-def _collect_needs(refs: list[ContainerRef], config: Config, base: PathParts, findings: Findings) -> list[DeviceNeed]:
-    needs: list[DeviceNeed] = []
+@dataclass(slots=True)
+class PodNeeds:
+    convert: list[DeviceNeed] = field(default_factory=list)
+    # DeviceClass -> "container: resource" that stays on the device plugin (companion or bad count).
+    kept: dict[str, list[str]] = field(default_factory=dict)
+
+
+def _collect_needs(refs: list[ContainerRef], config: Config, base: PathParts, findings: Findings) -> PodNeeds:
+    needs = PodNeeds()
     for ref in refs:
         limits, requests = _resource_maps(ref.container)
-        where = (*base, ref.kind, ref.index, "resources")
+        where = (*base, *ref.where, "resources")
         names = sorted({str(k) for k in (*limits, *requests)})
         resolved = {name: config.mappings.resolve(name) for name in names}
         kept_back = {
@@ -144,11 +162,32 @@ def _collect_needs(refs: list[ContainerRef], config: Config, base: PathParts, fi
                     f"container {ref.name!r}: {name} kept because the container also requests a resource that "
                     "qualifies it (for example a vGPU memory or core share)",
                 )
+                needs.kept.setdefault(mapping.device_class_name, []).append(f"{ref.name}: {name}")
                 continue
             count = _count(ref, name, limits, requests, where, findings)
-            if count:
-                needs.append(DeviceNeed(ref, name, count, mapping))
+            if count is None:
+                needs.kept.setdefault(mapping.device_class_name, []).append(f"{ref.name}: {name}")
+            elif count:
+                needs.convert.append(DeviceNeed(ref, name, count, mapping))
     return needs
+
+
+def _keep_pod_on_device_plugin(needs: PodNeeds, base: PathParts, findings: Findings) -> list[DeviceNeed]:
+    """Drop conversions of a DeviceClass that some container of the pod keeps on the device plugin.
+
+    A node must not serve one device both through a device plugin and DRA (KEP-5004), so a pod
+    needing both kinds of the same device could not be scheduled anywhere during a migration.
+    """
+    kept_needs = [n for n in needs.convert if n.spec.device_class_name in needs.kept]
+    for need in kept_needs:
+        findings.warning(
+            "pod-kept-on-device-plugin",
+            json_path(*base, *need.ref.where, "resources"),
+            f"container {need.ref.name!r}: {need.resource} kept: the pod also keeps "
+            f"{', '.join(needs.kept[need.spec.device_class_name])} on the device plugin, and one pod cannot use "
+            f"DeviceClass {need.spec.device_class_name!r} both ways",
+        )
+    return [n for n in needs.convert if n not in kept_needs]
 
 
 def _count(
@@ -207,20 +246,19 @@ def _is_placeholder(value: object) -> bool:
 
 
 def _best_subset(pool: list[PodClaim], need: int) -> list[PodClaim]:
-    """Claims adding up to exactly `need` (fewest claims first), else the smallest total above it."""
-    best: tuple[int, int, tuple[PodClaim, ...]] | None = None
-    # Pools are per pod and per device kind: a handful of claims, so exhaustive search is cheap.
-    for size in range(1, min(len(pool), 8) + 1):
-        for combo in combinations(pool, size):
-            total = sum(c.count for c in combo)
-            if total < need:
-                continue
-            key = (total - need, size, combo)
-            if best is None or key[:2] < best[:2]:
-                best = key
-        if best is not None and best[0] == 0:
-            break
-    return list(best[2]) if best else list(pool)
+    """Claims adding up to exactly `need` (fewest claims), else the smallest total above it.
+
+    Subset sum by dynamic programming over totals: a pool holds at most a few dozen claims of at
+    most 32 devices each, so the table stays small.
+    """
+    best: dict[int, tuple[PodClaim, ...]] = {0: ()}
+    for claim in pool:
+        for total, chosen in list(best.items()):
+            grown = total + claim.count
+            if grown not in best or len(best[grown]) > len(chosen) + 1:
+                best[grown] = (*chosen, claim)
+    reachable = sorted(t for t in best if t >= need)
+    return list(best[reachable[0]]) if reachable else list(pool)
 
 
 def _add_container_claim(container: dict[str, Any], claim_name: str) -> None:
@@ -243,12 +281,17 @@ def _remove_resource(container: dict[str, Any], name: str) -> None:
 
 
 def convert_pod_spec(
-    pod_spec: dict[str, Any], base: PathParts, namespace: str | None, config: Config, findings: Findings
+    pod_spec: dict[str, Any],
+    base: PathParts,
+    namespace: str | None,
+    config: Config,
+    findings: Findings,
+    container_fields: tuple[str, ...] = (),
 ) -> PodConversion:
     """Convert `pod_spec` in place (the caller owns a copy) and return the templates it now references."""
     out = PodConversion()
-    refs = _containers(pod_spec)
-    needs = _collect_needs(refs, config, base, findings)
+    refs = _containers(pod_spec, container_fields)
+    needs = _keep_pod_on_device_plugin(_collect_needs(refs, config, base, findings), base, findings)
     if not needs:
         return out
     existing = pod_spec.get("resourceClaims")
@@ -301,7 +344,7 @@ def _attach(need: DeviceNeed, claims: Iterable[PodClaim], findings: Findings, ba
         _add_container_claim(need.ref.container, claim.name)
     _remove_resource(need.ref.container, need.resource)
     visible = sum(c.count for c in claims)
-    path = json_path(*base, need.ref.kind, need.ref.index, "resources")
+    path = json_path(*base, *need.ref.where, "resources")
     names = ", ".join(f"{c.name} ({c.template})" for c in claims)
     findings.info(
         "device-plugin-to-claim",

@@ -21,6 +21,8 @@ class WorkloadKind:
     pod_spec_paths: tuple[str, ...]
     # Kinds whose containers cannot be given pod-level claims (no pod spec): scanned and reported.
     unsupported: str | None = None
+    # Keys of the pod spec that each hold one container (KServe model formats).
+    container_fields: tuple[str, ...] = ()
 
 
 def _apps(kind: str) -> WorkloadKind:
@@ -42,6 +44,27 @@ def _ray(kind: str, cluster_path: str) -> WorkloadKind:
 _ARGO_REASON = (
     "Argo templates have no pod-level resourceClaims field; convert the pods with the webhook, "
     "or add claims through the template's podSpecPatch"
+)
+
+_TRAINJOB_REASON = (
+    "TrainJob asks for devices in spec.trainer.resourcesPerNode and its runtime builds the pods; convert the "
+    "(Cluster)TrainingRuntime's pod template instead"
+)
+# InferenceService predictor/explainer fields that each hold one container (KServe v1beta1 API).
+_KSERVE_MODEL_FORMATS = (
+    "model",
+    "sklearn",
+    "xgboost",
+    "tensorflow",
+    "pytorch",
+    "triton",
+    "onnx",
+    "huggingface",
+    "pmml",
+    "lightgbm",
+    "paddle",
+    "alibi",
+    "art",
 )
 
 BUILTIN_WORKLOADS: tuple[WorkloadKind, ...] = (
@@ -81,12 +104,18 @@ BUILTIN_WORKLOADS: tuple[WorkloadKind, ...] = (
         "ClusterTrainingRuntime",
         ("spec.template.spec.replicatedJobs[*].template.spec.template.spec",),
     ),
-    WorkloadKind("serving.kserve.io", "InferenceService", ("spec.predictor", "spec.transformer", "spec.explainer")),
+    WorkloadKind(
+        "serving.kserve.io",
+        "InferenceService",
+        ("spec.predictor", "spec.transformer", "spec.explainer"),
+        container_fields=_KSERVE_MODEL_FORMATS,
+    ),
     WorkloadKind(
         "serving.kserve.io",
         "LLMInferenceService",
         ("spec.template", "spec.worker", "spec.prefill.template", "spec.prefill.worker"),
     ),
+    WorkloadKind("trainer.kubeflow.org", "TrainJob", (), unsupported=_TRAINJOB_REASON),
     WorkloadKind("argoproj.io", "Workflow", (), unsupported=_ARGO_REASON),
     WorkloadKind("argoproj.io", "WorkflowTemplate", (), unsupported=_ARGO_REASON),
     WorkloadKind("argoproj.io", "ClusterWorkflowTemplate", (), unsupported=_ARGO_REASON),
@@ -142,6 +171,10 @@ class WorkloadTable:
 
     def lookup(self, obj: Mapping[str, Any]) -> WorkloadKind | None:
         return self._by_key.get((api_group(obj.get("apiVersion")), str(obj.get("kind", ""))))
+
+    def container_fields(self, obj: Mapping[str, Any]) -> tuple[str, ...]:
+        kind = self.lookup(obj)
+        return kind.container_fields if kind else ()
 
     def pod_specs(self, obj: dict[str, Any]) -> Iterator[tuple[tuple[PathPart, ...], dict[str, Any]]]:
         key = (api_group(obj.get("apiVersion")), str(obj.get("kind", "")))
