@@ -25,7 +25,8 @@ from ruamel.yaml import YAML
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from translator.yamltext import edit_document, split_stream  # noqa: E402
+from translator.yamltext import edit_document, split_stream
+from translator.yamltext.split import _event_starts, _scan_starts
 
 _VENDOR = re.compile(r"^[a-z0-9.-]+\.(?:com|ai|io)/")
 _START = re.compile(r"^---(?=[ \t\r\n]|\Z)", re.M)
@@ -160,13 +161,19 @@ def per_stream(gpu: list[tuple[str, Any, Any]], plain: list[str], count: int, re
         return split.join(out)
 
     base = best(baseline, repeat)
+    load_time = best(lambda: list(yaml.load_all(stream, Loader=yaml.CSafeLoader)), repeat)
+    scan_time = best(lambda: _scan_starts(stream), repeat)
+    event_time = best(lambda: _event_starts(stream), repeat)
     split_time = best(lambda: split_stream(stream), repeat)
     total = best(translate, repeat)
     print(f"\nstream of {count} documents ({changed} changed, {len(stream) // 1024} KiB)")
     print(f"{'':36}{'seconds':>10}{'x baseline':>12}")
     for name, seconds in [
         ("baseline load_all+dump_all", base),
-        ("split_stream (load once + spans)", split_time),
+        ("load_all alone", load_time),
+        ("  boundaries by regex scan", scan_time),
+        ("  boundaries by libyaml events", event_time),
+        ("split_stream (load_all + regex)", split_time),
         ("split + edit changed + join", total),
     ]:
         print(f"{name:36}{seconds:10.3f}{seconds / base:12.2f}")

@@ -49,7 +49,9 @@ spec:
 """
     result, _ = _edit(text, _gpu_to_claim)
     assert result.method == "surgical"
-    assert result.text == """\
+    assert (
+        result.text
+        == """\
 apiVersion: v1
 kind: Pod
 spec:
@@ -66,6 +68,7 @@ spec:
     - name: gpu
       resourceClaimTemplateName: gpu
 """
+    )
 
 
 def test_one_key_of_several_removed_keeps_neighbours_and_comments() -> None:
@@ -85,7 +88,9 @@ spec:
 """
     result, _ = _edit(text, _gpu_to_claim)
     assert result.method == "surgical"
-    assert result.text == """\
+    assert (
+        result.text
+        == """\
 spec:
   containers:
   - name: a
@@ -101,6 +106,7 @@ spec:
   - name: gpu
     resourceClaimTemplateName: gpu
 """
+    )
 
 
 def test_flow_style_resources_are_re_rendered_as_flow() -> None:
@@ -113,7 +119,9 @@ spec:
 """
     result, _ = _edit(text, _gpu_to_claim)
     assert result.method == "surgical"
-    assert result.text == """\
+    assert (
+        result.text
+        == """\
 spec:
   containers:
   - name: a  # main
@@ -123,6 +131,7 @@ spec:
   - name: gpu
     resourceClaimTemplateName: gpu
 """
+    )
 
 
 def test_json_like_flow_stays_json_like() -> None:
@@ -186,7 +195,9 @@ spec:
 
     result, _ = _edit(text, change)
     assert result.method == "surgical"
-    assert result.text == """\
+    assert (
+        result.text
+        == """\
 spec:
   containers:
   - name: a
@@ -199,6 +210,7 @@ spec:
   # sibling-level: about volumes
   volumes: []
 """.replace("'1'", '"1"')
+    )
 
 
 def test_first_key_of_a_sequence_item_removed() -> None:
@@ -296,7 +308,9 @@ spec:
 
     result, _ = _edit(text, change)
     assert result.method == "surgical"
-    assert result.text == """\
+    assert (
+        result.text
+        == """\
 spec:
   predictor:
     pytorch:
@@ -308,6 +322,7 @@ spec:
   nodeSelector:
     kubernetes.io/hostname: host-1
 """
+    )
 
 
 def test_document_header_and_footer_survive_edits() -> None:
@@ -368,6 +383,7 @@ gone:
   # after x
 last: *t
 """
+
     def change(doc: dict[str, Any]) -> None:
         del doc["gone"]
         doc["top"]["a"] = 2  # the anchored node: its alias changes with it

@@ -135,7 +135,10 @@ def test_intel_excerpt_keeps_commented_out_fields_after_the_request() -> None:
 
 
 def test_first_key_of_a_request_moves() -> None:
-    text = "apiVersion: resource.k8s.io/v1beta1\nspec:\n  devices:\n    requests:\n    - deviceClassName: gpu\n      name: g\n"
+    text = (
+        "apiVersion: resource.k8s.io/v1beta1\nspec:\n  devices:\n    requests:\n"
+        "    - deviceClassName: gpu\n      name: g\n"
+    )
     assert check(text, yaml.load(text, Loader=yaml.CSafeLoader)) == (
         "apiVersion: resource.k8s.io/v1\nspec:\n  devices:\n    requests:\n    - name: g\n"
         "      exactly:\n        deviceClassName: gpu\n"

@@ -198,8 +198,8 @@ spec:
       resources:
         limits:
           nvidia.com/gpu: 2 # declare how many physical GPUs the pod needs
-          cpu: 1 # not a GPU （Optional,Integer）
-          nvidia.com/gpumem: 3000 # identifies 3000M GPU memory （Optional,Integer）
+          cpu: 1 # not a GPU \uff08Optional,Integer\uff09
+          nvidia.com/gpumem: 3000 # identifies 3000M GPU memory \uff08Optional,Integer\uff09
     - name: sidecar
       image: busybox
 """
@@ -209,7 +209,7 @@ spec:
     - name: ubuntu-container
       resources:
         limits:
-          cpu: 1 # not a GPU （Optional,Integer）
+          cpu: 1 # not a GPU \uff08Optional,Integer\uff09
         claims:
           - name: gpu
     - name: sidecar
@@ -260,4 +260,5 @@ def test_multi_document_stream_only_changes_gpu_documents() -> None:
     for doc in stream.documents:
         new, _ = gpu_to_dra(doc.obj)
         out.append(doc.text if new == doc.obj else edit_document(doc.text, doc.obj, new).text)
-    assert stream.join(out) == "# svc\napiVersion: v1\nkind: Service\n---\n" + GPU_POD_DRA + "--- # cm\nkind: ConfigMap\n"
+    head, tail = "# svc\napiVersion: v1\nkind: Service\n---\n", "--- # cm\nkind: ConfigMap\n"
+    assert stream.join(out) == head + GPU_POD_DRA + tail

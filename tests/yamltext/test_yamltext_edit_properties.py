@@ -21,7 +21,7 @@ _keys = st.text("abcdefgxyz-./", min_size=1, max_size=6)
 _scalars = st.one_of(
     st.none(),
     st.booleans(),
-    st.integers(-10**6, 10**6),
+    st.integers(-(10**6), 10**6),
     st.floats(allow_nan=False, allow_infinity=False, width=32),
     st.text(st.characters(codec="utf-8", exclude_categories=["Cs", "Cc", "Zl", "Zp"]), max_size=10),
     st.sampled_from(["yes", "null", "1.5", "0x1f", "a: b", "- x", "#c", "'q'", '"d"', "a #b", "~", ""]),

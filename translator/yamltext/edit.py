@@ -36,9 +36,9 @@ def apply_changes(doc_text: str, old: Any, new: Any) -> str:
 
 
 def edit_document(doc_text: str, old: Any, new: Any) -> EditResult:
-    if same(old, new):
-        return EditResult(doc_text, "surgical")
     ops = diff(old, new)
+    if not ops:
+        return EditResult(doc_text, "surgical")
     root: Node | None = None
     try:
         root = _compose(doc_text)

@@ -26,6 +26,7 @@ def roundtrip_edit(text: str, ops: list[Op], layout: Layout) -> str:
     head, body, foot = frame(text)
     yaml = YAML(typ="rt")
     yaml.preserve_quotes = True
+    yaml.allow_duplicate_keys = True  # PyYAML accepts them; the verification judges the result
     yaml.width = 1 << 16
     yaml.indent(
         mapping=layout.map_step,

@@ -186,6 +186,8 @@ class SurgicalEditor:
         if not isinstance(node, MappingNode) or t.s[t.start(node)] in ("&", "!"):
             raise DeclineError("keys removed from an odd mapping")
         mapping = self._mapping(node)
+        if any(k not in mapping for k in keys):
+            raise DeclineError("removed key not in the text")
         removed = {id(mapping[k][0]) for k in keys}
         entries = node.value
         for i, (key, value) in enumerate(entries):
