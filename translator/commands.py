@@ -206,7 +206,7 @@ def run_convert(args: argparse.Namespace) -> int:
                 assert result.source.path is not None
                 write_atomic(result.source.path, result.text)
         elif args.output_dir:
-            write_atomic(Path(args.output_dir) / result.source.relative, result.text)
+            write_atomic(Path(args.output_dir) / result.source.relative, result.text, durable=False)
         else:
             stdout.write(result.text)
     if args.templates_file:

@@ -12,15 +12,18 @@ from pathlib import Path
 from typing import TextIO
 
 
-def write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str, durable: bool = True) -> None:
+    """Temporary file + rename. `durable` also fsyncs: for rewriting sources in place, where a power
+    loss must not cost the user's file; a fresh output tree can be regenerated, so it skips that cost."""
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
     fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
         Path(temporary).chmod(mode)
         Path(temporary).replace(path)
     except BaseException:

@@ -45,13 +45,36 @@ def _namespace(obj: Mapping[str, Any]) -> str | None:
     return namespace if isinstance(namespace, str) and namespace else None
 
 
+def _needs_work(pod_spec: dict[str, Any], container_fields: tuple[str, ...]) -> bool:
+    """Read-only pre-check, so the common workload without devices is not copied at all."""
+    if pod_spec.get("nodeName") or pod_spec.get("resourceClaims") or "resourceClaimTemplates" in pod_spec:
+        return True
+    for kind in ("initContainers", "containers", "ephemeralContainers"):
+        for container in pod_spec.get(kind) or ():
+            if not isinstance(container, dict):
+                continue
+            resources = container.get("resources")
+            if isinstance(resources, dict):
+                for section in ("limits", "requests"):
+                    values = resources.get(section)
+                    if isinstance(values, dict) and any(is_extended_resource(str(name)) for name in values):
+                        return True
+                if resources.get("claims"):
+                    return True
+            if any(isinstance(env, dict) and "valueFrom" in env for env in container.get("env") or ()):
+                return True
+    return any(isinstance(pod_spec.get(name), dict) for name in container_fields)
+
+
 def _convert_workload(obj: dict[str, Any], config: Config) -> ConversionResult:
+    container_fields = config.workloads.container_fields(obj)
+    if not any(_needs_work(pod_spec, container_fields) for _, pod_spec in config.workloads.pod_specs(obj)):
+        return ConversionResult(obj, False)
     out = copy.deepcopy(obj)
     findings = Findings()
     templates: dict[str, dict[str, Any]] = {}
     changed = False
     namespace = _namespace(obj)
-    container_fields = config.workloads.container_fields(obj)
     for path, pod_spec in config.workloads.pod_specs(out):
         check_pod_spec(pod_spec, path, findings)
         changed |= flatten_claim_sources(pod_spec, path, findings)
