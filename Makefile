@@ -16,7 +16,7 @@ setup: $(STAMP)
 
 ## The main job on the bundled examples: preview (diff), then write the converted tree to out/.
 demo: $(STAMP)
-	-$(BIN)/dra-migrate diff --report text examples/
+	$(BIN)/dra-migrate diff --report text examples/; test $$? -le 1  # diff exits 1 when there are changes
 	$(BIN)/dra-migrate convert --report text --validate -o out/ examples/
 	@echo "converted manifests written to out/"
 
