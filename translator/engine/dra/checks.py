@@ -50,6 +50,13 @@ def check_claim_spec(spec: Any, version: str, base: tuple[str, ...], findings: F
                 f"{version} requests keep {', '.join(flat)} under exactly: (or use firstAvailable); "
                 "the flat form is v1beta1's",
             )
+        if version in ("v1beta2", "v1") and not flat and ("exactly" in request) == ("firstAvailable" in request):
+            findings.error(
+                "exactly-or-first-available",
+                where,
+                "a request needs exactly one of exactly: or firstAvailable: "
+                + ("(both are set)" if "exactly" in request else "(neither is set)"),
+            )
         if version in ("v1alpha3", "v1beta1") and "exactly" in request:
             findings.error(
                 "exactly-before-v1beta2",

@@ -103,7 +103,14 @@ def convert_dra_object(obj: dict[str, Any], target: Target, findings: Findings) 
         )
         return obj, False
     if kind == "DeviceTaintRule":
-        if not target.serves_device_taint_rule(version):
+        if target.serves_device_taint_rule(version) and version != "v1":
+            findings.warning(
+                "api-off-by-default",
+                "apiVersion",
+                f"DeviceTaintRule {version} is served by {target} but, as an alpha/beta API, only when enabled: "
+                f"--runtime-config=resource.k8s.io/{version}=true and feature gate DRADeviceTaints",
+            )
+        elif not target.serves_device_taint_rule(version):
             findings.error(
                 "not-served",
                 "apiVersion",
