@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from flask import Flask, Response, request
-from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+from werkzeug.exceptions import HTTPException
 
 from webhook import metrics
 from webhook.envelope import AdmissionRequest, AdmissionResponse, InvalidReviewError, parse_review, render_review
@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 
 # kube-apiserver limits request bodies to 3 MiB, so a bigger review cannot be a real one.
 MAX_BODY_BYTES = 3 * 1024 * 1024
+DRAIN_LIMIT_BYTES = 4 * MAX_BODY_BYTES
 JSON = "application/json"
 
 
@@ -51,22 +52,39 @@ def _json_response(payload: dict[str, Any], status: int = 200) -> Response:
 def _problem_response(problem: RequestProblemError) -> Response:
     response = _json_response(_status_body(problem.code, problem.message), problem.code)
     if problem.code == 413:
-        # Do not read an oversized body just to keep the connection: close it instead.
+        # Closing a connection with unread data resets it, and a client still sending would
+        # see the reset instead of this answer: read a moderate excess first, then close.
+        _discard_body(DRAIN_LIMIT_BYTES)
         response.headers["Connection"] = "close"
     return response
+
+
+def _discard_body(limit: int) -> None:
+    stream = request.environ.get("wsgi.input")
+    left = limit
+    try:
+        while stream is not None and left > 0 and (chunk := stream.read(min(65536, left))):
+            left -= len(chunk)
+    except (OSError, ValueError):
+        pass
+
+
+def _read_body() -> bytes:
+    """At most MAX_BODY_BYTES, whether or not the client sent a Content-Length (chunked)."""
+    length = request.content_length
+    if length is not None and length > MAX_BODY_BYTES:
+        raise RequestProblemError(413, f"body of {length} bytes exceeds the {MAX_BODY_BYTES}-byte limit")
+    stream = request.environ["wsgi.input"]
+    raw: bytes = stream.read(length if length is not None else MAX_BODY_BYTES + 1)
+    if len(raw) > MAX_BODY_BYTES:
+        raise RequestProblemError(413, f"body exceeds the {MAX_BODY_BYTES}-byte limit")
+    return raw
 
 
 def _read_review() -> AdmissionRequest:
     if request.mimetype != JSON:
         raise RequestProblemError(415, f"Content-Type must be {JSON}, got {request.content_type or 'none'!r}")
-    if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
-        raise RequestProblemError(
-            413, f"body of {request.content_length} bytes exceeds the {MAX_BODY_BYTES}-byte limit"
-        )
-    try:
-        raw = request.get_data(cache=False)
-    except RequestEntityTooLarge:
-        raise RequestProblemError(413, f"body exceeds the {MAX_BODY_BYTES}-byte limit") from None
+    raw = _read_body()
     try:
         body = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
@@ -85,7 +103,6 @@ def create_app(
 ) -> Flask:
     """`readiness` returns what is not ready yet (empty when ready)."""
     app = Flask("webhook")
-    app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
     mode = reviewer.mode
 
     @app.post("/mutate")

@@ -66,12 +66,12 @@ def _error(command: str, message: str) -> int:
 
 
 def match_conditions_command(args: argparse.Namespace) -> int:
+    from translator.configfile import load_config
     from translator.engine import ConfigError
-    from webhook.config_file import load_config
     from webhook.match_conditions import match_conditions, to_yaml
 
     try:
-        config = load_config(args.config)
+        config = load_config(str(args.config) if args.config else None)
     except ConfigError as exc:
         return _error("webhook match-conditions", f"invalid configuration: {exc}")
     sys.stdout.write(to_yaml(match_conditions(config)))
@@ -80,11 +80,11 @@ def match_conditions_command(args: argparse.Namespace) -> int:
 
 def serve_command(args: argparse.Namespace) -> int:
     from certs.reload import ReloadingTLSContext, TLSLoadError
+    from translator.configfile import load_config
     from translator.engine import ConfigError
-    from webhook.config_file import load_config
 
     try:
-        config = load_config(args.config)
+        config = load_config(str(args.config) if args.config else None)
     except ConfigError as exc:
         return _error("serve", f"invalid configuration: {exc}")
     try:

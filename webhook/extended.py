@@ -27,8 +27,9 @@ log = logging.getLogger(__name__)
 MIN_REFRESH_SECONDS = 1.0
 # A failed list is retried sooner than a normal refresh, but not in a tight loop.
 RETRY_SECONDS = 10.0
-# How long the first review of a fresh worker waits for the first list.
-FIRST_LIST_WAIT_SECONDS = 1.0
+# How long the first review of a fresh worker waits for the first list; with the review's own
+# API budget (2 x apiTimeoutSeconds = 4 s by default) it stays inside the webhook's 5 s timeout.
+FIRST_LIST_WAIT_SECONDS = 0.5
 
 ClassesByResource = Mapping[str, tuple[str, ...]]
 
@@ -108,17 +109,20 @@ class ExtendedResourceIndex:
         return self._current
 
     def refresh_once(self) -> None:
+        """List now; on ApiError keep the previous answer (and re-raise)."""
         assert self._list is not None
         try:
-            classes = self._list(self._timeout)
+            self._current = classes_by_resource(self._list(self._timeout))
+            self._last_error = None
         except ApiError as exc:
             self._on_api_error(exc.operation, exc.reason)
             if exc.detail != self._last_error:
                 log.warning("cannot list DeviceClasses (keeping the previous list): %s", exc.detail)
             self._last_error = exc.detail
             raise
-        self._current = classes_by_resource(classes)
-        self._last_error = None
+        finally:
+            # Reviews waiting for the first answer go on, with the list or without it.
+            self._first_done.set()
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -130,5 +134,4 @@ class ExtendedResourceIndex:
             except Exception:
                 log.exception("unexpected error while listing DeviceClasses")
                 wait = min(self._refresh, RETRY_SECONDS)
-            self._first_done.set()
             self._stop.wait(wait)

@@ -40,9 +40,12 @@ class FakeKube:
     device_classes: list[dict[str, Any]] = field(default_factory=list)
     # (method, path) of every call, in order.
     calls: list[tuple[str, str]] = field(default_factory=list)
-    # Test knobs: answer every call with this HTTP status, or only after this many seconds.
+    # Test knobs: answer every call with this HTTP status, or only after this many seconds;
+    # `lose_create_races`: store a POSTed template but answer 409, as if another replica
+    # had created the same object between our GET and our POST.
     fail_status: int | None = None
     delay: float = 0.0
+    lose_create_races: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def calls_to(self, method: str, fragment: str = "") -> int:
@@ -89,10 +92,13 @@ class FakeKube:
     def _create(self, namespace: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         name = str((body.get("metadata") or {}).get("name", ""))
         stored = _with_server_fields(body, namespace)
+        exists = _status(409, "AlreadyExists", f'resourceclaimtemplates "{name}" already exists')
         with self.lock:
             if (namespace, name) in self.templates:
-                return 409, _status(409, "AlreadyExistsError", f'resourceclaimtemplates "{name}" already exists')
+                return 409, exists
             self.templates[(namespace, name)] = stored
+            if self.lose_create_races:
+                return 409, exists
         return 201, copy.deepcopy(stored)
 
     # --- ResourceApi, for in-process use ---

@@ -77,8 +77,9 @@ def _translate(operation: str, exc: Exception) -> ApiError:
         if status == 0:
             return ApiError(operation, "unreachable", str(exc.reason or exc))
         return ApiError(operation, f"http_{status}", f"HTTP {status}: {_message(exc)}")
-    if isinstance(exc, urllib3.exceptions.TimeoutError):
-        return ApiError(operation, "timeout", f"no answer in time ({exc})")
+    # NewConnectionError is a ConnectTimeoutError subclass in urllib3 2, but means "refused".
+    if isinstance(exc, urllib3.exceptions.TimeoutError) and not isinstance(exc, urllib3.exceptions.NewConnectionError):
+        return ApiError(operation, "timeout", f"the Kubernetes API did not answer in time ({exc})")
     return ApiError(operation, "unreachable", f"cannot reach the Kubernetes API: {exc}")
 
 

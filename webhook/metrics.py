@@ -14,8 +14,11 @@ in-process use) the ordinary in-memory registry is used.
 
 from __future__ import annotations
 
+import functools
+import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import ParamSpec
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -28,6 +31,8 @@ from prometheus_client import (
 )
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+log = logging.getLogger(__name__)
+_P = ParamSpec("_P")
 
 REVIEWS = Counter("dra_migrate_webhook_reviews", "AdmissionReviews answered, by outcome.", ["outcome"])
 CONVERSIONS = Counter(
@@ -50,6 +55,20 @@ API_ERRORS = Counter(
 INVALID_OUTCOME = "invalid"
 
 
+def _never_raises(record: Callable[_P, None]) -> Callable[_P, None]:
+    """Metrics are for people: a failure to record one must not change an admission answer."""
+
+    @functools.wraps(record)
+    def safe(*args: _P.args, **kwargs: _P.kwargs) -> None:
+        try:
+            record(*args, **kwargs)
+        except Exception:
+            log.exception("cannot record metric %s", record.__name__)
+
+    return safe
+
+
+@_never_raises
 def record_review(outcome: str, seconds: float, converted: Iterable[str] = (), mode: str = "enforce") -> None:
     REVIEWS.labels(outcome).inc()
     LATENCY.observe(seconds)
@@ -57,10 +76,12 @@ def record_review(outcome: str, seconds: float, converted: Iterable[str] = (), m
         CONVERSIONS.labels(resource, mode).inc()
 
 
+@_never_raises
 def template_created() -> None:
     TEMPLATES_CREATED.inc()
 
 
+@_never_raises
 def api_error(operation: str, reason: str) -> None:
     API_ERRORS.labels(operation, reason).inc()
 

@@ -9,29 +9,29 @@ Order of the checks and why:
 3. Conversion by the engine, with names a DeviceClass already serves through
    extendedResourceName either warned about or left out (policy `extendedResourceClasses`).
 4. `audit` mode: no patch and no API call; warnings say what enforce mode would change.
-5. `enforce`: the templates are created (read only, for dry runs), then the patch.
-   A template with our name but another spec -> deny (409). API failures follow
-   `apiUnavailable`: deny (503) or admit unconverted with a warning.
+5. `enforce`: the templates are created in the request's namespace (a dry run only reads
+   them: nothing is created), then the patch. A template with our name but another spec ->
+   deny (409). API failures follow `apiUnavailable`: deny (503) or admit unconverted with
+   a warning. Engine errors (a part it could not convert) do not block the pod: they are
+   warnings, and the rest is converted.
 
 Nothing here raises for a well-formed request: an unexpected error is a denial with code 500.
 """
 
 from __future__ import annotations
 
-import copy
 import enum
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import jsonpatch
-
 from translator.engine import Config, ConversionResult, convert
 from webhook import messages
 from webhook.envelope import AdmissionRequest, AdmissionResponse
 from webhook.extended import ClassesByResource, ExtendedResourceIndex, without_resources
 from webhook.optout import opt_out_reason
+from webhook.patch import make_patch
 from webhook.podresources import converted_resources, convertible, requested_resources
 from webhook.resource_api import ApiError
 from webhook.templates import TemplateConflictError, TemplateEnsurer
@@ -59,13 +59,13 @@ class Decision:
     converted: tuple[str, ...] = ()
 
 
-def _allow(outcome: Outcome, **annotations: str) -> Decision:
-    return Decision(outcome, AdmissionResponse(allowed=True, audit_annotations=messages.audit_annotations(annotations)))
+def _decision_text(outcome: Outcome) -> str:
+    return str(outcome).replace("_", "-")
 
 
 def _deny(outcome: Outcome, code: int, message: str) -> Decision:
     text = messages.one_line(message, messages.MAX_ANNOTATION_CHARS)
-    annotations = messages.audit_annotations({"decision": str(outcome), "reason": text})
+    annotations = messages.audit_annotations({"decision": _decision_text(outcome), "reason": text})
     return Decision(
         outcome, AdmissionResponse(allowed=False, status_code=code, message=text, audit_annotations=annotations)
     )
@@ -115,7 +115,8 @@ class Reviewer:
             return Decision(Outcome.IGNORED, AdmissionResponse(allowed=True))
         reason = opt_out_reason(pod)
         if reason is not None:
-            return _allow(Outcome.OPTED_OUT, decision=str(Outcome.OPTED_OUT), reason=reason)
+            annotations = messages.audit_annotations({"decision": _decision_text(Outcome.OPTED_OUT), "reason": reason})
+            return Decision(Outcome.OPTED_OUT, AdmissionResponse(allowed=True, audit_annotations=annotations))
 
         config, served_notes = self._effective_config(pod)
         result = convert(pod, config)
@@ -199,7 +200,7 @@ class Reviewer:
             return self._api_unavailable(pod, templates, exc)
         response = AdmissionResponse(
             allowed=True,
-            patch=jsonpatch.make_patch(pod, result.object).patch,
+            patch=make_patch(pod, result.object),
             warnings=messages.warnings_for(result.findings, extra=notes),
             audit_annotations=messages.audit_annotations(
                 {
@@ -237,8 +238,8 @@ class Reviewer:
     def _in_namespace(template: dict[str, Any], namespace: str, config: Config) -> dict[str, Any]:
         """The template as it is created: in the request's namespace (a generateName pod may carry
         none) and in the API version the target serves."""
-        out = copy.deepcopy(template)
-        out["metadata"]["namespace"] = namespace
+        # The engine builds its templates fresh for each call: a shallow copy is enough.
+        out = {**template, "metadata": {**template["metadata"], "namespace": namespace}}
         if out.get("apiVersion") != config.target.dra_api_version:
             written = convert(out, config).object
             if written is not None:

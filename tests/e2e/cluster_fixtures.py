@@ -202,6 +202,8 @@ class FakeNode:
     cpu: str = "64"
     memory: str = "512Gi"
     pods: str = "110"
+    # A kubelet always reports it; pods that request ephemeral storage need it to fit.
+    ephemeral_storage: str = "1Ti"
     role: str = "plain"
 
     def extended_resources(self) -> dict[str, str]:
@@ -211,7 +213,13 @@ class FakeNode:
         return []
 
     def node_manifest(self) -> Obj:
-        capacity = {"cpu": self.cpu, "memory": self.memory, "pods": self.pods, **self.extended_resources()}
+        capacity = {
+            "cpu": self.cpu,
+            "memory": self.memory,
+            "pods": self.pods,
+            "ephemeral-storage": self.ephemeral_storage,
+            **self.extended_resources(),
+        }
         labels = {"kubernetes.io/hostname": self.name, "kubernetes.io/os": "linux", ROLE_LABEL: self.role}
         return {
             "apiVersion": "v1",

@@ -7,6 +7,8 @@ Fixtures (see README-style notes in controlplane.py / cluster_fixtures.py):
   kube             session  Kube: dict-based create/get/list/patch/delete for any kind
   fake_cluster     session  FakeCluster: DeviceClasses + default fake nodes and ResourceSlices
   namespace        function a fresh namespace, deleted (pods force-deleted) afterwards
+  webhook          module   LocalWebhook: `dra-migrate serve` (gunicorn, TLS) registered through the
+                            MutatingWebhookConfiguration of deploy/ (see webhook_process.py)
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from kubernetes import client as k8s_client
 
 from .cluster_fixtures import FakeCluster, Kube, build_cluster, create_namespace, delete_namespace
 from .controlplane import BUILD_SCRIPT, ControlPlane, find_binaries, missing_binaries, remove_workdir
+from .webhook_process import LocalWebhook
 
 E2E_DIR = Path(__file__).resolve().parent
 E2E_FAILED = pytest.StashKey[bool]()
@@ -130,3 +133,23 @@ def namespace(kube: Kube) -> Iterator[str]:
         yield name
     finally:
         delete_namespace(kube, name)
+
+
+@pytest.fixture(scope="module")
+def webhook(control_plane: ControlPlane, kube: Kube, fake_cluster: FakeCluster) -> Iterator[LocalWebhook]:
+    """The real webhook process, registered; unregistered and stopped when the module ends.
+
+    Module scope on purpose: while it is registered every GPU pod in an unlabelled namespace
+    is converted, which other modules (e.g. the device-plugin baseline in test_harness.py)
+    must not see.
+    """
+    local = LocalWebhook.create(control_plane, kube)
+    try:
+        local.start()
+    except Exception as err:
+        local.server.stop()
+        pytest.fail(f"webhook failed to start (log {local.server.log_path}): {err}", pytrace=False)
+    try:
+        yield local
+    finally:
+        local.close()

@@ -55,9 +55,10 @@ def _last_line(node: yaml.Node) -> int:
 
 def removed_line_ranges(text: str, paths: list[tuple[Any, ...]]) -> set[int]:
     root = yaml.compose(text, Loader=yaml.CSafeLoader)
+    assert root is not None
     lines: set[int] = set()
     for path in paths:
-        node = root
+        node: yaml.Node = root
         key_node = None
         for part in path:
             if isinstance(node, yaml.SequenceNode):

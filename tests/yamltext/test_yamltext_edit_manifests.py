@@ -72,9 +72,10 @@ def _strip_vendor(resources: dict[str, Any], path: tuple[Any, ...], removed: lis
 def _removed_lines(text: str, paths: list[tuple[Any, ...]]) -> set[int]:
     """Line numbers of the removed keys, found through libyaml's own marks."""
     root = yaml.compose(text, Loader=yaml.CSafeLoader)
+    assert root is not None
     lines: set[int] = set()
     for path in paths:
-        node = root
+        node: yaml.Node = root
         key_node = None
         for part in path:
             if isinstance(node, yaml.SequenceNode):

@@ -111,6 +111,7 @@ def _edited(draw: st.DrawFn, old: dict[str, Any], additions_only: bool = False) 
 
 def _surgical(text: str, old: Any, new: Any) -> str | None:
     root = yaml.compose(text, Loader=yaml.CSafeLoader)
+    assert root is not None
     try:
         return SurgicalEditor(text, root, new).apply(diff(old, new))
     except DeclineError as exc:

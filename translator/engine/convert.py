@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -13,6 +12,7 @@ from translator.engine.invalid import check_pod_spec
 from translator.engine.legacy_pod import flatten_claim_sources
 from translator.engine.mapping import is_extended_resource
 from translator.engine.nodename import convert_node_name
+from translator.engine.plain import plain_copy
 from translator.engine.podspec import convert_pod_spec
 from translator.engine.result import ConversionResult
 from translator.engine.versions import RESOURCE_GROUP
@@ -70,7 +70,7 @@ def _convert_workload(obj: dict[str, Any], config: Config) -> ConversionResult:
     container_fields = config.workloads.container_fields(obj)
     if not any(_needs_work(pod_spec, container_fields) for _, pod_spec in config.workloads.pod_specs(obj)):
         return ConversionResult(obj, False)
-    out = copy.deepcopy(obj)
+    out = plain_copy(obj)
     findings = Findings()
     templates: dict[str, dict[str, Any]] = {}
     changed = False

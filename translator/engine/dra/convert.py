@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -10,6 +9,7 @@ from translator.engine.dra import readers, writers
 from translator.engine.dra.checks import check_claim_spec
 from translator.engine.dra.features import check_features
 from translator.engine.findings import Findings
+from translator.engine.plain import plain_copy
 from translator.engine.versions import CORE_KINDS, Target
 
 _RUNTIME_ONLY = {"PodSchedulingContext", "PodScheduling"}
@@ -41,7 +41,7 @@ def _read_claim(obj: dict[str, Any], kind: str, version: str, findings: Findings
     )
     if hub_spec is None:
         return None
-    out = copy.deepcopy(obj)
+    out = plain_copy(obj)
     out.pop("status", None)
     if kind == "ResourceClaimTemplate":
         out["spec"]["spec"] = hub_spec
@@ -62,7 +62,7 @@ def _read(obj: dict[str, Any], kind: str, version: str, findings: Findings) -> d
             return readers.slice_from_v1alpha2(obj, findings)
         if version in ("v1alpha3", "v1beta1"):
             return readers.slice_from_basic(obj, plain_capacity=version == "v1alpha3")
-        out = copy.deepcopy(obj)
+        out = plain_copy(obj)
         out.pop("status", None)
         return out
     return None

@@ -3,16 +3,16 @@ object exists (classic DRA, dra-api.md section 2.7)."""
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from translator.engine.findings import Findings, json_path
+from translator.engine.plain import plain_copy
 
 _REQUEST_FIELDS = ("deviceClassName", "selectors", "allocationMode", "count", "adminAccess", "tolerations", "capacity")
 
 
 def _strip_status(obj: dict[str, Any]) -> dict[str, Any]:
-    out = copy.deepcopy(obj)
+    out = plain_copy(obj)
     out.pop("status", None)
     return out
 
@@ -50,7 +50,7 @@ def device_class_from_v1alpha2(obj: dict[str, Any], findings: Findings) -> dict[
             "suitableNodes",
             "suitableNodes dropped: node placement now comes from the driver's ResourceSlices",
         )
-    metadata = copy.deepcopy(obj.get("metadata", {}))
+    metadata = plain_copy(obj.get("metadata", {}))
     return {
         "kind": "DeviceClass",
         "metadata": metadata,
@@ -101,7 +101,7 @@ def claim_spec_from_flat(spec: dict[str, Any], base: tuple[str, ...], findings: 
     if spec.get("controller"):
         _classic_error(findings, json_path(*base, "controller"), "spec.controller")
         return None
-    out = copy.deepcopy(spec)
+    out = plain_copy(spec)
     requests = (out.get("devices") or {}).get("requests") or []
     for index, request in enumerate(requests):
         if not isinstance(request, dict):
@@ -123,7 +123,7 @@ def claim_spec_from_flat(spec: dict[str, Any], base: tuple[str, ...], findings: 
 
 
 def claim_spec_from_hub_shaped(spec: dict[str, Any]) -> dict[str, Any]:
-    return copy.deepcopy(spec)
+    return plain_copy(spec)
 
 
 # --- ResourceSlice ----------------------------------------------------------------------------
@@ -172,7 +172,7 @@ def slice_from_v1alpha2(obj: dict[str, Any], findings: Findings) -> dict[str, An
     if node:
         spec["nodeName"] = node
     spec["devices"] = devices
-    return {"kind": "ResourceSlice", "metadata": copy.deepcopy(obj.get("metadata", {})), "spec": spec}
+    return {"kind": "ResourceSlice", "metadata": plain_copy(obj.get("metadata", {})), "spec": spec}
 
 
 def slice_from_basic(obj: dict[str, Any], plain_capacity: bool) -> dict[str, Any]:

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
+
+from translator.engine.plain import plain_copy
 
 _DEVICE_NAME = "name"
 
 
 def flatten_claim_spec(spec: dict[str, Any]) -> dict[str, Any]:
     """v1 `exactly.*` back to the request level (v1beta1; dra-api.md 2.2 "Reverse direction")."""
-    out = copy.deepcopy(spec)
+    out = plain_copy(spec)
     for request in (out.get("devices") or {}).get("requests") or []:
         exactly = request.pop("exactly", None)
         if isinstance(exactly, dict):
@@ -20,7 +21,7 @@ def flatten_claim_spec(spec: dict[str, Any]) -> dict[str, Any]:
 
 def wrap_slice_devices(spec: dict[str, Any]) -> dict[str, Any]:
     """v1 devices -> v1beta1 `basic:` wrapper."""
-    out = copy.deepcopy(spec)
+    out = plain_copy(spec)
     devices = []
     for device in out.get("devices") or []:
         basic = {k: v for k, v in device.items() if k != _DEVICE_NAME}

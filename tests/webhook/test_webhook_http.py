@@ -1,0 +1,163 @@
+"""HTTP behaviour of a real server: malformed input gets a clear 4xx, probes and metrics answer."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import ssl
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from webhook_support import ServerProcess, decoded_patch, gpu_pod, make_review
+
+from webhook.fakekube import FakeKubeServer
+
+
+@pytest.fixture(scope="module")
+def server(tls_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    work = tmp_path_factory.mktemp("http")
+    with FakeKubeServer() as fake:
+        process = ServerProcess(tls_dir=tls_dir, work_dir=work, kubeconfig=fake.write_kubeconfig(work / "kc"))
+        try:
+            yield process.wait_ready()
+        finally:
+            process.stop()
+
+
+def _good_review_works(server: ServerProcess) -> None:
+    response = server.review(make_review(gpu_pod()))
+    assert response["allowed"] is True and decoded_patch(response)
+
+
+def _without(review: dict[str, Any], *path: str) -> dict[str, Any]:
+    node = review
+    for key in path[:-1]:
+        node = node[key]
+    del node[path[-1]]
+    return review
+
+
+MALFORMED: list[tuple[str, Any, str]] = [
+    ("not-json", b"{not json", "not valid JSON"),
+    ("json-array", b"[1, 2]", "JSON object"),
+    ("wrong-kind", {**make_review(gpu_pod()), "kind": "Pod"}, "kind must be AdmissionReview"),
+    ("wrong-api-version", {**make_review(gpu_pod()), "apiVersion": "admission.k8s.io/v2"}, "apiVersion must be"),
+    ("missing-request", _without(make_review(gpu_pod()), "request"), "request is missing"),
+    ("missing-uid", _without(make_review(gpu_pod()), "request", "uid"), "request.uid"),
+    ("empty-uid", {**make_review(gpu_pod())} | {"request": {**make_review(gpu_pod())["request"], "uid": ""}}, "uid"),
+    ("missing-object", _without(make_review(gpu_pod()), "request", "object"), "request.object"),
+    (
+        "object-not-a-map",
+        make_review(gpu_pod()) | {"request": {**make_review(gpu_pod())["request"], "object": 3}},
+        "object",
+    ),
+    ("missing-kind", _without(make_review(gpu_pod()), "request", "kind"), "request.kind"),
+    ("missing-namespace", _without(make_review(gpu_pod()), "request", "namespace"), "request.namespace"),
+    (
+        "dry-run-not-bool",
+        make_review(gpu_pod()) | {"request": {**make_review(gpu_pod())["request"], "dryRun": "yes"}},
+        "dryRun",
+    ),
+    ("not-utf8", b'{"a": "\xff"}', "not valid JSON"),
+]
+
+
+@pytest.mark.parametrize(("name", "body", "text"), MALFORMED, ids=[m[0] for m in MALFORMED])
+def test_malformed_review_is_400(server: ServerProcess, name: str, body: Any, text: str) -> None:
+    answer = server.post(body)
+    assert answer.status_code == 400, answer.text
+    assert answer.headers["Content-Type"] == "application/json"
+    status = answer.json()
+    assert status["kind"] == "Status" and status["code"] == 400
+    assert text in status["message"]
+    _good_review_works(server)
+
+
+def test_wrong_content_type_is_415(server: ServerProcess) -> None:
+    review = json.dumps(make_review(gpu_pod()))
+    for content_type in ("text/plain", "application/x-www-form-urlencoded", "application/yaml"):
+        answer = server.post(review, headers={"Content-Type": content_type})
+        assert answer.status_code == 415
+        assert "Content-Type must be application/json" in answer.json()["message"]
+    answer = server.post(review, headers={"Content-Type": "application/json; charset=utf-8"})
+    assert answer.status_code == 200
+    _good_review_works(server)
+
+
+def test_oversized_body_is_413(server: ServerProcess) -> None:
+    pod = gpu_pod()
+    pod["metadata"]["annotations"] = {"big": "x" * (3 * 1024 * 1024 + 10)}
+    answer = server.post(make_review(pod))
+    assert answer.status_code == 413
+    assert "exceeds" in answer.json()["message"]
+    _good_review_works(server)
+
+
+def test_oversized_chunked_body_is_413(server: ServerProcess) -> None:
+    def chunks() -> Iterator[bytes]:
+        for _ in range(4):
+            yield b" " * (1024 * 1024)
+
+    answer = server.session.post(
+        f"{server.url}/mutate", data=chunks(), headers={"Content-Type": "application/json"}, timeout=10
+    )
+    assert answer.status_code == 413
+    _good_review_works(server)
+
+
+def test_wrong_method_and_path(server: ServerProcess) -> None:
+    assert server.session.get(f"{server.url}/mutate").status_code == 405
+    missing = server.session.get(f"{server.url}/nope")
+    assert missing.status_code == 404 and missing.json()["kind"] == "Status"
+    # The benchmark-only route is off unless asked for.
+    assert server.post(make_review(gpu_pod()), path="/mutate-noop").status_code == 404
+
+
+def test_probes(server: ServerProcess) -> None:
+    assert server.session.get(f"{server.url}/healthz").json() == {"status": "ok"}
+    ready = server.session.get(f"{server.url}/readyz")
+    assert ready.status_code == 200 and ready.json() == {"status": "ready"}
+
+
+def test_metrics_after_reviews(server: ServerProcess) -> None:
+    for _ in range(3):
+        _good_review_works(server)
+    server.post(b"nope")
+    text = server.session.get(f"{server.url}/metrics").text
+    for name in (
+        "dra_migrate_webhook_reviews_total",
+        "dra_migrate_webhook_conversions_total",
+        "dra_migrate_webhook_review_duration_seconds_bucket",
+        "dra_migrate_webhook_templates_created_total",
+    ):
+        assert name in text
+    samples = {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line[:1] != "#"}
+    assert samples['dra_migrate_webhook_reviews_total{outcome="patched"}'] >= 3
+    assert samples['dra_migrate_webhook_reviews_total{outcome="invalid"}'] >= 1
+    assert samples['dra_migrate_webhook_conversions_total{mode="enforce",resource="nvidia.com/gpu"}'] >= 3
+    assert samples["dra_migrate_webhook_templates_created_total"] == 1
+    assert samples["dra_migrate_webhook_review_duration_seconds_count"] >= 4
+
+
+def test_keep_alive_connection_is_reused(server: ServerProcess, tls_dir: Path) -> None:
+    """kube-apiserver reuses connections: many reviews, one TLS connection."""
+    context = ssl.create_default_context(cafile=str(tls_dir / "ca.crt"))
+    connection = http.client.HTTPSConnection("127.0.0.1", server.port, context=context, timeout=10)
+    body = json.dumps(make_review(gpu_pod()))
+    connection.request("POST", "/mutate", body, {"Content-Type": "application/json"})
+    first = connection.getresponse()
+    first.read()
+    sock = connection.sock
+    for _ in range(20):
+        connection.request("POST", "/mutate", body, {"Content-Type": "application/json"})
+        answer = connection.getresponse()
+        assert answer.status == 200 and json.loads(answer.read())["response"]["allowed"] is True
+        assert connection.sock is sock
+    connection.close()
+
+
+def test_server_log_is_clean(server: ServerProcess) -> None:
+    assert server.process.poll() is None
+    assert "Traceback" not in server.log()

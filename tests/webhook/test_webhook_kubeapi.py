@@ -1,0 +1,195 @@
+"""Template creation and DeviceClass lookups against a local fake of the two API endpoints.
+
+(The real apiserver is the e2e suite's job; here the fake answers over HTTP through a
+generated kubeconfig, so the server's real kubernetes client is exercised.)
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from webhook_support import StartServer, decoded_patch, free_port, gpu_pod, make_review, patched, wait_until
+
+from translator.engine import convert, default_config
+from webhook.fakekube import FakeKubeServer, write_kubeconfig
+
+TEMPLATES = "/resourceclaimtemplates"
+
+
+def _template_name(pod: dict[str, Any]) -> str:
+    return str(convert(pod, default_config()).templates[0]["metadata"]["name"])
+
+
+def test_template_created_once_then_cached(
+    start_server: StartServer, fake_kube: FakeKubeServer, kubeconfig: Path
+) -> None:
+    server = start_server(kubeconfig=kubeconfig, workers=1)
+    pod = gpu_pod()
+    first = server.review(make_review(pod, namespace="team-a"))
+    name = _template_name(pod)
+    assert first["auditAnnotations"]["templates-created"] == name
+    stored = fake_kube.fake.templates[("team-a", name)]
+    assert stored["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "dra-migrate"}
+    assert stored["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] == 2
+    calls = fake_kube.fake.calls_to("GET", TEMPLATES) + fake_kube.fake.calls_to("POST", TEMPLATES)
+    assert calls == 2  # GET (404), POST
+    for _ in range(20):
+        again = server.review(make_review(gpu_pod(name="other"), namespace="team-a"))
+        assert decoded_patch(again) and "templates-created" not in again["auditAnnotations"]
+    assert fake_kube.fake.calls_to("GET", TEMPLATES) + fake_kube.fake.calls_to("POST", TEMPLATES) == 2
+    # Another namespace needs its own copy.
+    server.review(make_review(pod, namespace="team-b"))
+    assert ("team-b", name) in fake_kube.fake.templates
+    assert fake_kube.fake.calls_to("POST", TEMPLATES) == 2
+
+
+def test_existing_identical_template_is_reused(
+    start_server: StartServer, fake_kube: FakeKubeServer, kubeconfig: Path
+) -> None:
+    pod = gpu_pod()
+    template = convert(pod, default_config()).templates[0]
+    fake_kube.fake.handle("POST", f"/apis/resource.k8s.io/v1/namespaces/team-a{TEMPLATES}", template)
+    server = start_server(kubeconfig=kubeconfig, workers=1)
+    response = server.review(make_review(pod, namespace="team-a"))
+    assert patched(pod, response) == convert(pod, default_config()).object
+    assert fake_kube.fake.calls_to("POST", TEMPLATES) == 1  # only the setup above
+
+
+def test_already_exists_on_create_is_success(
+    start_server: StartServer, fake_kube: FakeKubeServer, kubeconfig: Path
+) -> None:
+    fake_kube.fake.lose_create_races = True
+    server = start_server(kubeconfig=kubeconfig, workers=1)
+    response = server.review(make_review(gpu_pod(), namespace="team-a"))
+    assert response["allowed"] is True and decoded_patch(response)
+    assert fake_kube.fake.calls_to("POST", TEMPLATES) == 1
+    assert fake_kube.fake.calls_to("GET", TEMPLATES) == 2, (
+        fake_kube.fake.calls
+    )  # before the POST, and to compare after the 409
+
+
+def test_different_existing_spec_is_refused(
+    start_server: StartServer, fake_kube: FakeKubeServer, kubeconfig: Path
+) -> None:
+    pod = gpu_pod()
+    template = convert(pod, default_config()).templates[0]
+    template["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] = 7
+    fake_kube.fake.handle("POST", f"/apis/resource.k8s.io/v1/namespaces/team-a{TEMPLATES}", template)
+    server = start_server(kubeconfig=kubeconfig, workers=1)
+    for _ in range(2):  # not remembered as good after a refusal
+        response = server.review(make_review(pod, namespace="team-a"))
+        assert response["allowed"] is False
+        assert response["status"]["code"] == 409
+        assert f'ResourceClaimTemplate "team-a/{template["metadata"]["name"]}"' in response["status"]["message"]
+        assert "different spec" in response["status"]["message"]
+    assert fake_kube.fake.templates[("team-a", template["metadata"]["name"])]["spec"] == template["spec"]
+    metrics = server.session.get(f"{server.url}/metrics").text
+    assert 'dra_migrate_webhook_reviews_total{outcome="denied_conflict"} 2.0' in metrics
+
+
+def _unreachable_kubeconfig(tmp_path: Path) -> Path:
+    return write_kubeconfig(tmp_path / "unreachable", f"http://127.0.0.1:{free_port()}")
+
+
+def test_api_unreachable_deny(start_server: StartServer, tmp_path: Path) -> None:
+    server = start_server(kubeconfig=_unreachable_kubeconfig(tmp_path), config={"webhook": {"apiUnavailable": "deny"}})
+    started = time.monotonic()
+    response = server.review(make_review(gpu_pod(), namespace="team-a"))
+    assert time.monotonic() - started < 5
+    assert response["allowed"] is False
+    assert response["status"]["code"] == 503
+    message = response["status"]["message"]
+    assert "not admitted" in message and "cannot reach the Kubernetes API" in message and "team-a/" in message
+    assert response["auditAnnotations"]["decision"] == "denied-api-unavailable"
+    metrics = server.session.get(f"{server.url}/metrics").text
+    assert 'dra_migrate_webhook_api_errors_total{operation="get_template",reason="unreachable"}' in metrics
+
+
+def test_api_unreachable_admit(start_server: StartServer, tmp_path: Path) -> None:
+    server = start_server(kubeconfig=_unreachable_kubeconfig(tmp_path), config={"webhook": {"apiUnavailable": "admit"}})
+    response = server.review(make_review(gpu_pod(), namespace="team-a"))
+    assert response["allowed"] is True
+    assert "patch" not in response
+    assert len(response["warnings"]) == 1
+    assert "admitted WITHOUT conversion" in response["warnings"][0]
+    assert response["auditAnnotations"]["decision"] == "admitted-unconverted"
+
+
+def test_api_slow_is_bounded_by_timeout(start_server: StartServer, fake_kube: FakeKubeServer, kubeconfig: Path) -> None:
+    fake_kube.fake.delay = 3.0
+    server = start_server(kubeconfig=kubeconfig, config={"webhook": {"apiTimeoutSeconds": 0.5}})
+    started = time.monotonic()
+    response = server.review(make_review(gpu_pod(), namespace="team-a"))
+    elapsed = time.monotonic() - started
+    assert response["allowed"] is False and response["status"]["code"] == 503
+    assert elapsed < 2.0, elapsed  # the first list of DeviceClasses waits at most 0.5 s too
+
+
+def test_api_error_status_follows_policy(
+    start_server: StartServer, fake_kube: FakeKubeServer, kubeconfig: Path
+) -> None:
+    fake_kube.fake.fail_status = 500
+    server = start_server(kubeconfig=kubeconfig, config={"webhook": {"apiUnavailable": "admit"}})
+    response = server.review(make_review(gpu_pod(), namespace="team-a"))
+    assert response["allowed"] is True and "patch" not in response
+    assert "HTTP 500" in response["warnings"][0]
+
+
+def test_extended_resource_class_warns(start_server: StartServer, fake_kube: FakeKubeServer, kubeconfig: Path) -> None:
+    fake_kube.fake.add_device_class("gpu.nvidia.com", extended_resource_name="nvidia.com/gpu")
+    fake_kube.fake.add_device_class("other.example.com")
+    server = start_server(kubeconfig=kubeconfig)
+    pod = gpu_pod()
+    response = server.review(make_review(pod))
+    assert patched(pod, response) == convert(pod, default_config()).object
+    warning = [w for w in response["warnings"] if "extendedResourceName" in w]
+    assert len(warning) == 1
+    assert "DeviceClass gpu.nvidia.com" in warning[0] and "converted to a claim anyway" in warning[0]
+    assert "gpu.nvidia.com" in response["auditAnnotations"]["problems"]
+    # A pod without that resource gets no such warning.
+    amd = server.review(make_review(gpu_pod(resource="amd.com/gpu")))
+    assert not [w for w in amd["warnings"] if "extendedResourceName" in w]
+
+
+def test_extended_resource_class_skip(start_server: StartServer, fake_kube: FakeKubeServer, kubeconfig: Path) -> None:
+    fake_kube.fake.add_device_class("gpu.nvidia.com", extended_resource_name="nvidia.com/gpu")
+    server = start_server(kubeconfig=kubeconfig, config={"webhook": {"extendedResourceClasses": "skip"}})
+    pod = gpu_pod()
+    pod["spec"]["containers"][0]["resources"]["limits"]["amd.com/gpu"] = 1
+    response = server.review(make_review(pod))
+    converted = patched(pod, response)
+    assert converted["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": 2, "cpu": "1"}
+    claims = converted["spec"]["resourceClaims"]
+    assert [c["resourceClaimTemplateName"][:11] for c in claims] == ["gpu-amd-com"]
+    assert any("left to the scheduler" in w and "gpu.nvidia.com" in w for w in response["warnings"])
+    # Only nvidia.com/gpu: nothing to convert at all.
+    only = server.review(make_review(gpu_pod()))
+    assert "patch" not in only and any("left to the scheduler" in w for w in only["warnings"])
+
+
+def test_extended_resource_classes_refresh(
+    start_server: StartServer, fake_kube: FakeKubeServer, kubeconfig: Path
+) -> None:
+    server = start_server(kubeconfig=kubeconfig, config={"webhook": {"cacheSeconds": 1}}, workers=1)
+    assert not [w for w in server.review(make_review(gpu_pod()))["warnings"] if "extendedResourceName" in w]
+    fake_kube.fake.add_device_class("gpu.nvidia.com", extended_resource_name="nvidia.com/gpu")
+
+    def warned() -> bool:
+        return any("extendedResourceName" in w for w in server.review(make_review(gpu_pod()))["warnings"])
+
+    wait_until(warned, timeout=5, what="the DeviceClass refresh")
+
+
+def test_deviceclass_list_failure_does_not_fail_admission(
+    start_server: StartServer, fake_kube: FakeKubeServer, kubeconfig: Path
+) -> None:
+    fake_kube.fake.fail_status = 403
+    server = start_server(kubeconfig=kubeconfig, workers=1)
+    wait_until(lambda: fake_kube.fake.calls_to("GET", "/deviceclasses") >= 1, what="the DeviceClass list")
+    fake_kube.fake.fail_status = None
+    response = server.review(make_review(gpu_pod()))
+    assert response["allowed"] is True and decoded_patch(response)
+    metrics = server.session.get(f"{server.url}/metrics").text
+    assert 'dra_migrate_webhook_api_errors_total{operation="list_deviceclasses",reason="http_403"} 1.0' in metrics

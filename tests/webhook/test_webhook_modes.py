@@ -1,0 +1,106 @@
+"""Modes and paths of a review on a real server: dry run, audit, opt-out, UPDATE, non-pods."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import yaml
+from webhook_support import ROOT, StartServer, decoded_patch, gpu_pod, make_review, patched
+
+from translator.engine import convert, default_config
+from webhook.fakekube import FakeKubeServer
+from webhook.optout import SKIP_KEY
+
+
+def test_dry_run_patches_but_creates_nothing(
+    start_server: StartServer, fake_kube: FakeKubeServer, kubeconfig: Path
+) -> None:
+    server = start_server(kubeconfig=kubeconfig)
+    pod = gpu_pod()
+    response = server.review(make_review(pod, dry_run=True))
+    assert response["allowed"] is True
+    assert patched(pod, response) == convert(pod, default_config()).object
+    assert response["auditAnnotations"]["decision"] == "converted-dry-run"
+    assert fake_kube.fake.calls_to("POST") == 0
+    assert fake_kube.fake.templates == {}
+    # The real create afterwards does create it.
+    server.review(make_review(pod))
+    assert len(fake_kube.fake.templates) == 1
+
+
+def test_audit_mode_warns_without_patch_or_api_calls(
+    start_server: StartServer, fake_kube: FakeKubeServer, kubeconfig: Path
+) -> None:
+    server = start_server(config={"webhook": {"mode": "audit"}}, kubeconfig=kubeconfig)
+    response = server.review(make_review(gpu_pod(count=3)))
+    assert response["allowed"] is True
+    assert "patch" not in response and "patchType" not in response
+    assert any("audit mode, not applied" in w and "nvidia.com/gpu: 3" in w for w in response["warnings"])
+    assert response["auditAnnotations"]["decision"] == "audit-not-applied"
+    assert "nvidia.com/gpu" in response["auditAnnotations"]["would-convert"]
+    assert fake_kube.fake.calls_to("GET", "/resourceclaimtemplates") == 0
+    assert fake_kube.fake.calls_to("POST") == 0
+    metrics = server.session.get(f"{server.url}/metrics").text
+    assert 'dra_migrate_webhook_reviews_total{outcome="audited"} 1.0' in metrics
+    assert 'dra_migrate_webhook_conversions_total{mode="audit",resource="nvidia.com/gpu"} 1.0' in metrics
+
+
+def test_opt_out_by_pod_label_and_annotation(
+    start_server: StartServer, fake_kube: FakeKubeServer, kubeconfig: Path
+) -> None:
+    server = start_server(kubeconfig=kubeconfig)
+    for where in ("labels", "annotations"):
+        pod = gpu_pod()
+        pod["metadata"].setdefault(where, {})[SKIP_KEY] = "true"
+        response = server.review(make_review(pod))
+        assert response["allowed"] is True
+        assert "patch" not in response
+        assert response["auditAnnotations"] == {"decision": "opted-out", "reason": f"pod {where[:-1]} {SKIP_KEY}=true"}
+    # Only the exact value "true" opts out.
+    pod = gpu_pod()
+    pod["metadata"]["labels"][SKIP_KEY] = "false"
+    assert decoded_patch(server.review(make_review(pod)))
+    assert fake_kube.fake.calls_to("POST") == 1
+
+
+def test_namespace_opt_out_is_the_namespace_selector() -> None:
+    """Namespaces opt out by label, enforced by kube-apiserver through the webhook's namespaceSelector."""
+    path = ROOT / "deploy" / "base" / "mutatingwebhookconfiguration.yaml"
+    webhook = yaml.safe_load(path.read_text())["webhooks"][0]
+    assert {"key": SKIP_KEY, "operator": "NotIn", "values": ["true"]} in webhook["namespaceSelector"][
+        "matchExpressions"
+    ]
+    assert {"key": SKIP_KEY, "operator": "NotIn", "values": ["true"]} in webhook["objectSelector"]["matchExpressions"]
+
+
+def test_update_of_converted_pod_is_allowed_without_patch(
+    start_server: StartServer, fake_kube: FakeKubeServer, kubeconfig: Path
+) -> None:
+    server = start_server(kubeconfig=kubeconfig)
+    pod = gpu_pod()
+    converted = patched(pod, server.review(make_review(pod)))
+    relabelled = copy.deepcopy(converted)
+    relabelled["metadata"]["labels"]["team"] = "b"
+    for new, old in ((relabelled, converted), (pod, converted)):
+        response = server.review(make_review(new, operation="UPDATE", old=old))
+        assert response == {"uid": response["uid"], "allowed": True}
+    # Reinvocation (reinvocationPolicy IfNeeded) sends the converted pod again: nothing to do.
+    again = server.review(make_review(converted))
+    assert again["allowed"] is True and "patch" not in again
+
+
+def test_other_operations_and_kinds_are_ignored(
+    start_server: StartServer, fake_kube: FakeKubeServer, kubeconfig: Path
+) -> None:
+    server = start_server(kubeconfig=kubeconfig)
+    delete = make_review(gpu_pod(), operation="DELETE", old=gpu_pod())
+    delete["request"]["object"] = None
+    assert server.review(delete) == {"uid": delete["request"]["uid"], "allowed": True}
+    deployment = make_review({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}, "spec": {}})
+    deployment["request"]["kind"] = {"group": "apps", "version": "v1", "kind": "Deployment"}
+    assert server.review(deployment)["allowed"] is True
+    binding = make_review(gpu_pod())
+    binding["request"]["subResource"] = "binding"
+    assert "patch" not in server.review(binding)
+    assert fake_kube.fake.calls_to("POST") == 0

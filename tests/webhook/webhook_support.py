@@ -1,0 +1,265 @@
+"""Shared helpers for the webhook tests: a real `serve` process, reviews, the corpus.
+
+(A plain module with a unique name rather than more conftest.py: tests/ has no __init__.py
+files, so helper modules of different parts must not share a name.)
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import jsonpatch
+import requests
+import yaml
+
+from translator.engine import Config
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = Path("/work/shared/corpus/legacy")
+START_TIMEOUT_S = 30.0
+# The installed `dra-migrate` entry point (translator/cli.py), else the webhook's own __main__.
+_ENTRY_POINT = Path(sys.executable).with_name("dra-migrate")
+SERVE_COMMAND = (str(_ENTRY_POINT),) if _ENTRY_POINT.exists() else (sys.executable, "-m", "webhook")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_until(predicate: Any, timeout: float = 10.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def https_session(ca_file: Path) -> requests.Session:
+    """A session that verifies against our CA (trust_env off: REQUESTS_CA_BUNDLE would win)."""
+    session = requests.Session()
+    session.trust_env = False
+    session.verify = str(ca_file)
+    return session
+
+
+class ServerProcess:
+    """`python -m webhook serve ...` on 127.0.0.1 and a free port, stopped with SIGTERM."""
+
+    def __init__(
+        self,
+        *,
+        tls_dir: Path,
+        work_dir: Path,
+        config: Mapping[str, Any] | None = None,
+        kubeconfig: Path | None = None,
+        workers: int = 2,
+        extra_args: tuple[str, ...] = (),
+    ) -> None:
+        self.port = free_port()
+        self.url = f"https://127.0.0.1:{self.port}"
+        self.log_path = work_dir / f"serve-{self.port}.log"
+        self.session = https_session(tls_dir / "ca.crt")
+        args = [
+            *SERVE_COMMAND,
+            "serve",
+            "--cert",
+            str(tls_dir / "tls.crt"),
+            "--key",
+            str(tls_dir / "tls.key"),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--workers",
+            str(workers),
+            *extra_args,
+        ]
+        if config is not None:
+            config_path = work_dir / f"config-{self.port}.yaml"
+            config_path.write_text(yaml.safe_dump(dict(config)))
+            args += ["--config", str(config_path)]
+        if kubeconfig is not None:
+            args += ["--kubeconfig", str(kubeconfig)]
+        env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")}
+        self._log = self.log_path.open("wb")
+        self.process = subprocess.Popen(args, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT)
+
+    def wait_ready(self) -> ServerProcess:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            if self.process.poll() is not None:
+                raise AssertionError(f"server exited with {self.process.returncode}:\n{self.log()}")
+            try:
+                if self.session.get(f"{self.url}/readyz", timeout=2).status_code == 200:
+                    return self
+            except requests.RequestException:
+                pass
+            if time.monotonic() > deadline:
+                raise AssertionError(f"server not ready in {START_TIMEOUT_S}s:\n{self.log()}")
+            time.sleep(0.05)
+
+    def post(self, body: Any, path: str = "/mutate", **kwargs: Any) -> requests.Response:
+        data = body if isinstance(body, bytes | str) else json.dumps(body)
+        headers = {"Content-Type": "application/json", **kwargs.pop("headers", {})}
+        return self.session.post(f"{self.url}{path}", data=data, headers=headers, timeout=10, **kwargs)
+
+    def review(self, review: Mapping[str, Any]) -> dict[str, Any]:
+        """POST a well-formed review; it must come back 200 with the uid echoed."""
+        answer = self.post(review)
+        assert answer.status_code == 200, answer.text
+        body = answer.json()
+        assert body["apiVersion"] == review["apiVersion"]
+        assert body["kind"] == "AdmissionReview"
+        response: dict[str, Any] = body["response"]
+        assert response["uid"] == review["request"]["uid"]
+        return response
+
+    def log(self) -> str:
+        self._log.flush()
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._log.close()
+        self.session.close()
+        return self.process.returncode
+
+
+def make_review(
+    pod: Mapping[str, Any],
+    *,
+    namespace: str = "team-a",
+    operation: str = "CREATE",
+    dry_run: bool = False,
+    api_version: str = "admission.k8s.io/v1",
+    old: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    request: dict[str, Any] = {
+        "uid": str(uuid.uuid4()),
+        "kind": {"group": "", "version": "v1", "kind": "Pod"},
+        "resource": {"group": "", "version": "v1", "resource": "pods"},
+        "requestKind": {"group": "", "version": "v1", "kind": "Pod"},
+        "requestResource": {"group": "", "version": "v1", "resource": "pods"},
+        "name": (pod.get("metadata") or {}).get("name", ""),
+        "namespace": namespace,
+        "operation": operation,
+        "userInfo": {"username": "tester", "groups": ["system:authenticated"]},
+        "object": copy.deepcopy(dict(pod)),
+        "oldObject": copy.deepcopy(dict(old)) if old is not None else None,
+        "dryRun": dry_run,
+        "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"},
+    }
+    return {"apiVersion": api_version, "kind": "AdmissionReview", "request": request}
+
+
+def gpu_pod(name: str = "trainer", count: int | str = 2, *, resource: str = "nvidia.com/gpu") -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": {"app": "train"}},
+        "spec": {
+            "containers": [{"name": "main", "image": "cuda:12", "resources": {"limits": {resource: count, "cpu": "1"}}}]
+        },
+    }
+
+
+def decoded_patch(response: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+    if "patch" not in response:
+        return None
+    assert response["patchType"] == "JSONPatch"
+    patch: list[dict[str, Any]] = json.loads(base64.b64decode(response["patch"]))
+    return patch
+
+
+def patched(obj: Mapping[str, Any], response: Mapping[str, Any]) -> dict[str, Any]:
+    """`obj` with the response's patch applied (the patch must be there)."""
+    patch = decoded_patch(response)
+    assert patch is not None, f"no patch in {response}"
+    result: dict[str, Any] = jsonpatch.apply_patch(dict(obj), patch)
+    return result
+
+
+def corpus_pods(config: Config) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(label, Pod) for every pod and every workload pod template in the legacy corpus."""
+    for path in sorted(CORPUS.iterdir()):
+        with path.open() as stream:
+            # JSON round trip: what an apiserver would send (YAML dates become strings).
+            documents = [
+                json.loads(json.dumps(d, default=str)) for d in yaml.safe_load_all(stream) if isinstance(d, dict)
+            ]
+        for number, document in enumerate(documents):
+            for index, (_, spec) in enumerate(config.workloads.pod_specs(document)):
+                label = f"{path.name}#{number}.{index}"
+                if document.get("kind") == "Pod" and document.get("apiVersion") == "v1":
+                    yield label, document
+                    continue
+                metadata = {"name": f"pod-{number}-{index}", **_template_metadata(document, spec)}
+                yield label, {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+
+
+def _template_metadata(workload: Mapping[str, Any], spec: Mapping[str, Any]) -> dict[str, Any]:
+    """Labels/annotations of the pod template that holds `spec`, when it can be found."""
+    found: dict[str, Any] = {}
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if node.get("spec") is spec and isinstance(node.get("metadata"), dict):
+                found.update({k: v for k, v in node["metadata"].items() if k in ("labels", "annotations")})
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(workload)
+    return found
+
+
+StartServer = Callable[..., ServerProcess]
+
+
+class SecretVolume:
+    """Files laid out like a kubelet Secret volume: `tls.crt -> ..data/tls.crt`, `..data -> ..<n>`.
+
+    `publish` writes a new hidden directory and swaps the `..data` symlink in one rename,
+    as the kubelet does on a Secret update.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._generation = 0
+
+    def publish(self, files: Mapping[str, bytes]) -> None:
+        self._generation += 1
+        directory = self.root / f"..{self._generation:04d}"
+        directory.mkdir()
+        for name, data in files.items():
+            (directory / name).write_bytes(data)
+        tmp = self.root / "..data_tmp"
+        tmp.symlink_to(directory.name)
+        tmp.replace(self.root / "..data")
+        for name in files:
+            link = self.root / name
+            if not link.is_symlink():
+                link.symlink_to(f"..data/{name}")
