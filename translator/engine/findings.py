@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass
+
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
 
 
 class Severity(enum.StrEnum):
@@ -31,7 +34,7 @@ def json_path(*parts: str | int) -> str:
     for part in parts:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part and all(c.isalnum() or c in "_-" for c in part) and not part[0].isdigit():
+        elif _PLAIN_KEY.match(part):
             out += f".{part}" if out else part
         else:
             out += f'["{part}"]'
