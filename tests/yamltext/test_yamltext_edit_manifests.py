@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
+from yamltext_support import removed_line_ranges
 
 from translator.yamltext import edit_document, split_stream
 
@@ -69,24 +70,6 @@ def _strip_vendor(resources: dict[str, Any], path: tuple[Any, ...], removed: lis
     return found
 
 
-def _removed_lines(text: str, paths: list[tuple[Any, ...]]) -> set[int]:
-    """Line numbers of the removed keys, found through libyaml's own marks."""
-    root = yaml.compose(text, Loader=yaml.CSafeLoader)
-    assert root is not None
-    lines: set[int] = set()
-    for path in paths:
-        node: yaml.Node = root
-        key_node = None
-        for part in path:
-            if isinstance(node, yaml.SequenceNode):
-                node = node.value[part]
-                continue
-            key_node, node = next((k, v) for k, v in node.value if k.value == part)
-        assert key_node is not None
-        lines.add(key_node.start_mark.line)
-    return lines
-
-
 def assert_untouched_lines_kept(original: str, result: str, removed: set[int]) -> None:
     kept = [line for i, line in enumerate(original.splitlines(keepends=True)) if i not in removed]
     got = iter(result.splitlines(keepends=True))
@@ -107,7 +90,7 @@ def check_document(text: str, obj: Any) -> str:
     assert loaded == new and _json_equal(loaded, new)
     if new == obj:
         assert result.text == text
-    assert_untouched_lines_kept(text, result.text, _removed_lines(text, removed))
+    assert_untouched_lines_kept(text, result.text, removed_line_ranges(text, removed))
     assert result.text.endswith("\n") == text.endswith("\n")
     return result.text
 
