@@ -15,6 +15,7 @@ import yaml
 
 from translator.engine import Config, Finding, convert
 from translator.engine.findings import Severity, json_path
+from translator.engine.podspec import resource_entries
 from translator.engine.schema import validate_object
 from translator.registry import TemplateRegistry
 from translator.sources import Source
@@ -122,15 +123,10 @@ def _convert_document(obj: Any, report: DocumentReport, registry: TemplateRegist
 
 def _requested_names(obj: dict[str, Any], options: RunOptions) -> Iterator[tuple[str, str]]:
     """(JSON path, resource name) of every container request and limit in the object's pod specs."""
-    for path, pod_spec in options.config.workloads.pod_specs(obj):
-        for kind in ("initContainers", "containers"):
-            for index, container in enumerate(pod_spec.get(kind) or []):
-                resources = container.get("resources") if isinstance(container, dict) else None
-                if not isinstance(resources, dict):
-                    continue
-                for section in ("limits", "requests"):
-                    for name in resources.get(section) or {}:
-                        yield json_path(*path, kind, index, "resources", section, name), str(name)
+    workloads = options.config.workloads
+    for path, pod_spec in workloads.pod_specs(obj):
+        for where, section, name in resource_entries(pod_spec, workloads.container_fields(obj)):
+            yield json_path(*path, *where, "resources", section, name), name
 
 
 def _served_by_device_class(obj: dict[str, Any], served: dict[str, str], options: RunOptions) -> list[Finding]:

@@ -249,3 +249,28 @@ def test_directory_walk_is_sorted_and_skips_dot_directories(run_cli: Runner, tmp
     (tmp_path / "a.yaml").write_text(GPU_POD.replace("name: gpu", "name: first"))
     docs = _docs(run_cli("convert", str(tmp_path)).stdout)
     assert [d["metadata"]["name"] for d in docs if d["kind"] == "Pod"] == ["first", "second"]
+
+
+def test_extended_resource_class_check_covers_kserve_model_containers(run_cli: Runner) -> None:
+    stream = """\
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu.nvidia.com}
+spec:
+  selectors: [{cel: {expression: 'device.driver == "gpu.nvidia.com"'}}]
+  extendedResourceName: nvidia.com/gpu
+---
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: bloom}
+spec:
+  predictor:
+    pytorch:
+      storageUri: pvc://models
+      resources:
+        limits:
+          nvidia.com/gpu: 1
+"""
+    rows = json.loads(run_cli("convert", "--report", "json", "-", stdin=stream).stderr)["findings"]
+    served = [r for r in rows if r["rule"] == "extended-resource-class"]
+    assert [r["path"] for r in served] == ['spec.predictor.pytorch.resources.limits["nvidia.com/gpu"]']

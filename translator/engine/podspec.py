@@ -23,7 +23,7 @@ class stay too, because no node serves one device both ways (KEP-5004, dra-api.m
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,6 +102,17 @@ def _containers(pod_spec: dict[str, Any], container_fields: tuple[str, ...]) -> 
         if isinstance(pod_spec.get(field_name), dict)
     )
     return refs
+
+
+def resource_entries(pod_spec: Any, container_fields: tuple[str, ...] = ()) -> Iterator[tuple[PathParts, str, str]]:
+    """(container path within the pod spec, "limits"|"requests", resource name) for every entry."""
+    if not isinstance(pod_spec, dict):
+        return
+    for ref in _containers(pod_spec, container_fields):
+        limits, requests = _resource_maps(ref.container)
+        for section, values in (("limits", limits), ("requests", requests)):
+            for name in values:
+                yield ref.where, section, str(name)
 
 
 def _resource_maps(container: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
