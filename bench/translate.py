@@ -31,7 +31,7 @@ from pathlib import Path
 
 import yaml
 
-from translator.cli import main as dra_migrate
+from dra_migrate.cli import main as dra_migrate
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "legacy"
 DOCS_PER_FILE = 10

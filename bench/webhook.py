@@ -2,7 +2,7 @@
 
 Starts the real server, `dra-migrate serve --noop-route` with its production defaults (gunicorn
 gthread, 2 workers x 4 threads), certificates from certs/ and a fake Kubernetes API
-(webhook/fakekube.py: the first review creates the ResourceClaimTemplate, the cache answers
+(tests/common/fakekube.py: the first review creates the ResourceClaimTemplate, the cache answers
 after that). Then, for each endpoint and each offered rate, it sends a GPU pod AdmissionReview
 (apiserver-shaped: defaulted fields, service-account volume) open-loop:
 
@@ -51,12 +51,12 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-# This file has the name of the package it measures: keep bench/ off the import path.
-sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != HERE]
-sys.path.insert(0, str(ROOT))
+# The in-memory Kubernetes API the tests use stands in for the real one here too.
+sys.path.insert(0, str(ROOT / "tests" / "common"))
 
-from certs.generate import create_bundle, write_bundle  # noqa: E402
-from webhook.fakekube import FakeKubeServer  # noqa: E402
+from fakekube import FakeKubeServer  # noqa: E402
+
+from dra_migrate.certs.generate import create_bundle, write_bundle  # noqa: E402
 
 HEADERS = {"Content-Type": "application/json"}
 ENDPOINTS = ("/mutate", "/mutate-noop")
@@ -413,7 +413,7 @@ def start_server(work: Path, kubeconfig: Path, args: argparse.Namespace) -> tupl
         sock.bind(("127.0.0.1", 0))
         port = int(sock.getsockname()[1])
     entry = Path(sys.executable).with_name("dra-migrate")
-    command = [str(entry)] if entry.exists() else [sys.executable, "-m", "webhook"]
+    command = [str(entry)] if entry.exists() else [sys.executable, "-m", "dra_migrate"]
     command += [
         "serve",
         "--cert",

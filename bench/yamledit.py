@@ -23,10 +23,8 @@ from typing import Any
 import yaml
 from ruamel.yaml import YAML
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from translator.yamltext import edit_document, split_stream
-from translator.yamltext.split import _event_starts, _scan_starts
+from dra_migrate.translator.yamltext import edit_document, split_stream
+from dra_migrate.translator.yamltext.split import event_document_starts, scan_document_starts
 
 _VENDOR = re.compile(r"^[a-z0-9.-]+\.(?:com|ai|io)/")
 _START = re.compile(r"^---(?=[ \t\r\n]|\Z)", re.M)
@@ -162,8 +160,8 @@ def per_stream(gpu: list[tuple[str, Any, Any]], plain: list[str], count: int, re
 
     base = best(baseline, repeat)
     load_time = best(lambda: list(yaml.load_all(stream, Loader=yaml.CSafeLoader)), repeat)
-    scan_time = best(lambda: _scan_starts(stream), repeat)
-    event_time = best(lambda: _event_starts(stream), repeat)
+    scan_time = best(lambda: scan_document_starts(stream), repeat)
+    event_time = best(lambda: event_document_starts(stream), repeat)
     split_time = best(lambda: split_stream(stream), repeat)
     total = best(translate, repeat)
     print(f"\nstream of {count} documents ({changed} changed, {len(stream) // 1024} KiB)")

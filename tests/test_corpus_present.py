@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
-
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
+from corpus import CORPUS
 
 
 def test_shared_corpus_is_present_in_ci() -> None:

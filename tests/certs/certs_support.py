@@ -18,8 +18,8 @@ from typing import Any
 
 from cryptography import x509
 
-from certs import generate
-from certs.reload import ReloadingTLSContext
+from dra_migrate.certs import generate
+from dra_migrate.certs.reload import ReloadingTLSContext
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float = 5.0, what: str = "condition") -> None:

@@ -14,7 +14,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID
 from cryptography.x509.verification import PolicyBuilder, Store
 
-from certs import generate
+from dra_migrate.certs import generate
 
 _E = TypeVar("_E", bound=x509.ExtensionType)
 NOW = dt.datetime(2030, 1, 2, 3, 4, 5, tzinfo=dt.UTC)

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import pytest
 from certs_support import SecretVolume
 
-from certs import generate
-from certs.reload import (
+from dra_migrate.certs import generate
+from dra_migrate.certs.reload import (
     GunicornSSLContextHook,
     ReloadingTLSContext,
     TLSLoadError,
@@ -87,7 +87,7 @@ def test_mismatched_pair_keeps_previous(
     first, second = leaf(ca), leaf(ca)
     volume.publish_pair(first)
     reloader = reloader_for(volume)
-    with caplog.at_level(logging.WARNING, logger="certs.reload"):
+    with caplog.at_level(logging.WARNING, logger="dra_migrate.certs.reload"):
         volume.publish_pair(second, key_from=first)
         assert reloader.reload_if_changed() is False
         assert reloader.reload_if_changed() is False  # retried, logged once

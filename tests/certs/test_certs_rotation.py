@@ -19,8 +19,8 @@ from certs_support import (
     wait_until,
 )
 
-from certs import generate
-from certs.reload import ReloadingTLSContext
+from dra_migrate.certs import generate
+from dra_migrate.certs.reload import ReloadingTLSContext
 
 # Short so the tests are fast; production uses the 1 s default.
 CHECK_INTERVAL = 0.02

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from translator.engine import convert, default_config
+from dra_migrate.engine import convert, default_config
 
 from .controlplane import ControlPlane
 

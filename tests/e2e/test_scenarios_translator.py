@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from corpus import CORPUS
 
 from .cluster_fixtures import (
     RESOURCE_API,
@@ -61,7 +62,6 @@ from .manifests import (
 )
 
 Obj = dict[str, Any]
-CORPUS = Path("/work/shared/corpus")
 LEGACY = CORPUS / "legacy"
 DRA_VERSIONS = CORPUS / "dra-versions"
 DEFAULT_NS = "<none>"

@@ -1,6 +1,6 @@
 """The dra-migrate admission webhook as a REAL process, registered with the real kube-apiserver.
 
-- TLS: `certs.generate.create_bundle` (the code behind `dra-migrate certs generate`) makes a CA
+- TLS: `dra_migrate.certs.generate.create_bundle` (the code behind `dra-migrate certs generate`) makes a CA
   and a serving certificate with SANs IP:127.0.0.1 and DNS:localhost (plus the service names).
 - Process: `dra-migrate serve --config FILE --cert tls.crt --key tls.key --host 127.0.0.1
   --port PORT --kubeconfig <admin kubeconfig> --access-log`, i.e. gunicorn over TLS, exactly
@@ -41,7 +41,7 @@ import yaml
 from kubernetes.client.exceptions import ApiException
 from prometheus_client.parser import text_string_to_metric_families
 
-from certs.generate import create_bundle, write_bundle
+from dra_migrate.certs.generate import create_bundle, write_bundle
 
 from .cluster_fixtures import Kube, pause_pod
 from .controlplane import ControlPlane, free_port

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from translator.engine import Config, default_config
+from dra_migrate.engine import Config, default_config
 
 
 @pytest.fixture(scope="session")

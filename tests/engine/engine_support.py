@@ -15,12 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from corpus import CORPUS
 
-from translator.engine import ConversionResult, Finding, Severity
-from translator.engine.schema import validate_object
-from translator.engine.versions import Target
+from dra_migrate.engine import ConversionResult, Finding, Severity, Target
+from dra_migrate.translator.schema import validate_object
 
-CORPUS = Path("/work/shared/corpus")
 T132 = Target.parse("1.32")
 T133 = Target.parse("1.33")
 T134 = Target.parse("1.34")

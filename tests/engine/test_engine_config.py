@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from engine_support import MIG_SELECTOR, container, converted, errors, findings, gpu, pod_of, schema_errors
 
-from translator.engine import ConfigError, Severity, convert, default_config, parse_config
+from dra_migrate.engine import ConfigError, Severity, convert, default_config, parse_config
 
 
 def request_of(result: Any) -> dict[str, Any]:
@@ -211,7 +211,7 @@ def test_target_and_node_name_settings() -> None:
             "workloads[0].podSpecPaths[0]",
             "bad path segment",
         ),
-        ({"webhook": {"timeout": 3}}, "webhook", "'timeout' was unexpected"),
+        ({"webhook": {"mode": "audit"}}, "(top level)", "'webhook' was unexpected"),  # the engine's part only
     ],
 )
 def test_config_errors_name_the_field(data: dict[str, Any], location: str, words: str) -> None:

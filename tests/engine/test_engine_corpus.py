@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from corpus import CORPUS
 from engine_support import (
-    CORPUS,
     T132,
     T134,
     DeviceKey,
@@ -32,10 +32,17 @@ from engine_support import (
     schema_errors,
 )
 
-from translator.engine import Config, ConversionResult, Severity, convert, default_config
-from translator.engine.findings import json_path
-from translator.engine.mapping import DeviceRequestSpec, is_extended_resource
-from translator.engine.schema import validate_object
+from dra_migrate.engine import (
+    Config,
+    ConversionResult,
+    DeviceRequestSpec,
+    Severity,
+    convert,
+    default_config,
+    is_extended_resource,
+    json_path,
+)
+from dra_migrate.translator.schema import validate_object
 
 CONFIG = default_config()
 

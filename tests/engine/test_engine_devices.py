@@ -23,7 +23,7 @@ from engine_support import (
     sidecar,
 )
 
-from translator.engine import Config, Severity, convert, default_config
+from dra_migrate.engine import Config, Severity, convert, default_config
 
 GPU_PATH = 'spec.containers[0].resources.limits["nvidia.com/gpu"]'
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from engine_support import T132, T133, T134, T135, converted, error_keys, errors, findings, schema_errors
 
-from translator.engine import Severity, Target, TargetVersionError, convert, parse_config
+from dra_migrate.engine import Severity, Target, TargetVersionError, convert, parse_config
 
 CEL = 'device.attributes["gpu.example.com"].model == "A100"'
 OPAQUE = {

@@ -27,7 +27,7 @@ from engine_support import (
     visible,
 )
 
-from translator.engine import Config, Severity, convert
+from dra_migrate.engine import Config, Severity, convert
 
 GPU = RESOURCE_KEYS["nvidia.com/gpu"]
 

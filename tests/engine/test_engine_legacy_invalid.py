@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from engine_support import container, converted, error_keys, errors, findings, gpu, pod, schema_errors
 
-from translator.engine import Config, Severity, convert
+from dra_migrate.engine import Config, Severity, convert
 
 
 def claim_user(*names: str) -> dict[str, Any]:

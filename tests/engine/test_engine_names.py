@@ -20,9 +20,15 @@ from engine_support import (
     schema_errors,
 )
 
-from translator.engine import Config, convert, parse_config
-from translator.engine.mapping import DeviceRequestSpec, OpaqueConfig
-from translator.engine.templates import build_template, template_name
+from dra_migrate.engine import (
+    Config,
+    DeviceRequestSpec,
+    OpaqueConfig,
+    build_template,
+    convert,
+    parse_config,
+    template_name,
+)
 
 
 def names_of(result: Any) -> list[str]:

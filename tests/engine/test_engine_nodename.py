@@ -6,9 +6,10 @@ import copy
 from typing import Any
 
 import pytest
-from engine_support import CORPUS, container, converted, errors, findings, gpu, load_documents, pod, schema_errors
+from corpus import CORPUS
+from engine_support import container, converted, errors, findings, gpu, load_documents, pod, schema_errors
 
-from translator.engine import Config, Severity, convert, parse_config
+from dra_migrate.engine import Config, Severity, convert, parse_config
 
 HOST = "kubernetes.io/hostname"
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"

@@ -27,7 +27,7 @@ from engine_support import (
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from translator.engine import convert, default_config
+from dra_migrate.engine import convert, default_config
 
 CONFIG_134 = default_config("1.34")
 CONFIG_133 = default_config("1.33")

@@ -19,8 +19,8 @@ from engine_support import (
     schema_errors,
 )
 
-from translator.engine import Config, Severity, convert, parse_config
-from translator.engine.schema import validate_object
+from dra_migrate.engine import Config, Severity, convert, parse_config
+from dra_migrate.translator.schema import validate_object
 
 Path = tuple[str | int, ...]
 

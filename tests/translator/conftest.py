@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from translator_cli_support import CliResult, Runner
 
-from translator.cli import main
+from dra_migrate.cli import main
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakekube import FakeKubeServer
 from webhook_support import ServerProcess, StartServer
 
-from certs.generate import create_bundle, write_bundle
-from webhook.fakekube import FakeKubeServer
+from dra_migrate.certs.generate import create_bundle, write_bundle
 
 
 @pytest.fixture(scope="session")

@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from fakekube import write_kubeconfig
 from webhook_support import ROOT, SERVE_COMMAND, StartServer, gpu_pod, make_review
 
-from translator.cli import main
-from webhook.fakekube import write_kubeconfig
+from dra_migrate.cli import main
 
 
 def _serve(tls_dir: Path, *args: str) -> list[str]:

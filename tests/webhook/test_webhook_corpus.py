@@ -8,10 +8,10 @@ from typing import Any
 
 import jsonpatch
 import pytest
+from fakekube import FakeKubeServer
 from webhook_support import ServerProcess, corpus_pods, decoded_patch, make_review
 
-from translator.engine import convert, default_config
-from webhook.fakekube import FakeKubeServer
+from dra_migrate.engine import convert, default_config
 
 CONFIG = default_config()
 PODS = list(corpus_pods(CONFIG))

@@ -10,9 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakekube import FakeKubeServer
 from webhook_support import ServerProcess, decoded_patch, gpu_pod, make_review
-
-from webhook.fakekube import FakeKubeServer
 
 
 @pytest.fixture(scope="module")

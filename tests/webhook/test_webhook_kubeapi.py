@@ -10,10 +10,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from fakekube import FakeKubeServer, write_kubeconfig
 from webhook_support import StartServer, decoded_patch, free_port, gpu_pod, make_review, patched, wait_until
 
-from translator.engine import convert, default_config
-from webhook.fakekube import FakeKubeServer, write_kubeconfig
+from dra_migrate.engine import convert, default_config
 
 TEMPLATES = "/resourceclaimtemplates"
 

@@ -9,10 +9,10 @@ import pytest
 import yaml
 from webhook_support import ROOT
 
-from translator.cli import main
-from translator.configfile import load_config
-from translator.engine import default_config, parse_config
-from webhook.match_conditions import CONDITION_NAME, cel_string, expression, match_conditions, to_yaml
+from dra_migrate.cli import main
+from dra_migrate.configfile import load_config
+from dra_migrate.engine import default_config, parse_config
+from dra_migrate.webhook.match_conditions import CONDITION_NAME, cel_string, expression, match_conditions, to_yaml
 
 MWC = ROOT / "deploy" / "base" / "mutatingwebhookconfiguration.yaml"
 

@@ -6,11 +6,11 @@ import copy
 from pathlib import Path
 
 import yaml
+from fakekube import FakeKubeServer
 from webhook_support import ROOT, StartServer, decoded_patch, gpu_pod, make_review, patched
 
-from translator.engine import convert, default_config
-from webhook.fakekube import FakeKubeServer
-from webhook.optout import SKIP_KEY
+from dra_migrate.engine import convert, default_config
+from dra_migrate.webhook.optout import SKIP_KEY
 
 
 def test_dry_run_patches_but_creates_nothing(

@@ -10,7 +10,7 @@ import jsonpatch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from webhook.patch import make_patch
+from dra_migrate.webhook.patch import make_patch
 
 scalars = st.one_of(
     st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from([0.5, 1.0]), st.text("ab/~", max_size=3)

@@ -9,16 +9,16 @@ import re
 from typing import Any
 
 import jsonpatch
+from fakekube import FakeKube
 from flask.testing import FlaskClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from webhook_support import decoded_patch, make_review
 
-from translator.engine import convert, default_config
-from webhook.app import create_app
-from webhook.fakekube import FakeKube
-from webhook.review import Reviewer
-from webhook.templates import TemplateEnsurer
+from dra_migrate.engine import convert, default_config
+from dra_migrate.webhook.app import create_app
+from dra_migrate.webhook.review import Reviewer
+from dra_migrate.webhook.templates import TemplateEnsurer
 
 CONFIG = default_config()
 GPU = "nvidia.com/gpu"

@@ -11,7 +11,7 @@ from pathlib import Path
 from cryptography import x509
 from webhook_support import SecretVolume, StartServer, gpu_pod, make_review, wait_until
 
-from certs.generate import create_ca, issue_serving_cert
+from dra_migrate.certs.generate import create_ca, issue_serving_cert
 
 BODY = json.dumps(make_review(gpu_pod()))
 HEADERS = {"Content-Type": "application/json"}

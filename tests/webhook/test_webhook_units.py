@@ -7,17 +7,24 @@ import json
 from typing import Any
 
 import pytest
+from fakekube import FakeKube
 from webhook_support import gpu_pod, make_review
 
-from translator.engine import Finding, Severity, convert, default_config, parse_config
-from translator.engine.mapping import DeviceRequestSpec, Unconvertible
-from webhook import messages, review
-from webhook.envelope import AdmissionResponse, InvalidReviewError, parse_review, render_review
-from webhook.extended import ExtendedResourceIndex, classes_by_resource, without_resources
-from webhook.fakekube import FakeKube
-from webhook.resource_api import ApiError
-from webhook.review import Outcome, Reviewer
-from webhook.templates import Budget, RememberedTemplates, TemplateConflictError, TemplateEnsurer
+from dra_migrate.engine import (
+    DeviceRequestSpec,
+    Finding,
+    Severity,
+    Unconvertible,
+    convert,
+    default_config,
+    parse_config,
+)
+from dra_migrate.webhook import messages, review
+from dra_migrate.webhook.envelope import AdmissionResponse, InvalidReviewError, parse_review, render_review
+from dra_migrate.webhook.extended import ExtendedResourceIndex, classes_by_resource, without_resources
+from dra_migrate.webhook.resource_api import ApiError
+from dra_migrate.webhook.review import Outcome, Reviewer
+from dra_migrate.webhook.templates import Budget, RememberedTemplates, TemplateConflictError, TemplateEnsurer
 
 
 class Clock:

@@ -23,15 +23,16 @@ from typing import Any
 import jsonpatch
 import requests
 import yaml
+from corpus import CORPUS as SHARED_CORPUS
 
-from translator.engine import Config
+from dra_migrate.engine import Config
 
 ROOT = Path(__file__).resolve().parents[2]
-CORPUS = Path("/work/shared/corpus/legacy")
+CORPUS = SHARED_CORPUS / "legacy"
 START_TIMEOUT_S = 30.0
-# The installed `dra-migrate` entry point (translator/cli.py), else the webhook's own __main__.
+# The installed `dra-migrate` entry point, else the package's __main__.
 _ENTRY_POINT = Path(sys.executable).with_name("dra-migrate")
-SERVE_COMMAND = (str(_ENTRY_POINT),) if _ENTRY_POINT.exists() else (sys.executable, "-m", "webhook")
+SERVE_COMMAND = (str(_ENTRY_POINT),) if _ENTRY_POINT.exists() else (sys.executable, "-m", "dra_migrate")
 
 
 def free_port() -> int:
@@ -57,7 +58,7 @@ def https_session(ca_file: Path) -> requests.Session:
 
 
 class ServerProcess:
-    """`python -m webhook serve ...` on 127.0.0.1 and a free port, stopped with SIGTERM."""
+    """`dra-migrate serve ...` on 127.0.0.1 and a free port, stopped with SIGTERM."""
 
     def __init__(
         self,

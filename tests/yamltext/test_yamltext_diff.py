@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from translator.yamltext.diff import AddKeys, AppendItems, RemoveItems, RemoveKey, Replace, diff, same
+from dra_migrate.translator.yamltext.diff import AddKeys, AppendItems, RemoveItems, RemoveKey, Replace, diff, same
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from translator.yamltext import EditResult, edit_document
+from dra_migrate.translator.yamltext import EditResult, edit_document
 
 
 def _edit(text: str, change: Any) -> tuple[EditResult, Any]:
@@ -396,7 +396,7 @@ last: *t
 
 
 def test_rewrite_keeps_the_document_frame() -> None:
-    from translator.yamltext.edit import rewrite
+    from dra_migrate.translator.yamltext.edit import rewrite
 
     assert rewrite("# c\n---\na: 1\n...\n", {"b": 2}) == "# c\n---\nb: 2\n...\n"
     assert rewrite("a: 1", {"b": 2}) == "b: 2"

@@ -16,7 +16,7 @@ import pytest
 import yaml
 from yamltext_support import removed_line_ranges
 
-from translator.yamltext import edit_document, split_stream
+from dra_migrate.translator.yamltext import edit_document, split_stream
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "legacy"
 _VENDOR = re.compile(r"^[a-z0-9.-]+\.(?:com|ai|io)/")

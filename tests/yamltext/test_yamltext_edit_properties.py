@@ -11,11 +11,11 @@ from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
-from translator.yamltext import edit_document
-from translator.yamltext.diff import diff, same
-from translator.yamltext.edit import parses_to
-from translator.yamltext.render import DeclineError
-from translator.yamltext.surgical import SurgicalEditor
+from dra_migrate.translator.yamltext import edit_document
+from dra_migrate.translator.yamltext.diff import diff, same
+from dra_migrate.translator.yamltext.edit import parses_to
+from dra_migrate.translator.yamltext.shapes import DeclineError
+from dra_migrate.translator.yamltext.surgical import SurgicalEditor
 
 _keys = st.text("abcdefgxyz-./", min_size=1, max_size=6)
 _scalars = st.one_of(

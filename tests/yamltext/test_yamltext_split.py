@@ -9,8 +9,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from translator.yamltext import split_stream
-from translator.yamltext.split import _event_starts, _scan_starts
+from dra_migrate.translator.yamltext import split_stream
+from dra_migrate.translator.yamltext.split import event_document_starts, scan_document_starts
 
 
 def _check(text: str) -> list[str]:
@@ -22,9 +22,9 @@ def _check(text: str) -> list[str]:
     for doc in stream.documents:
         assert text[doc.start : doc.end] == doc.text
         assert yaml.load(doc.text, Loader=yaml.CSafeLoader) == doc.obj
-    scanned = _scan_starts(text)
+    scanned = scan_document_starts(text)
     if loaded and scanned is not None:
-        assert scanned == _event_starts(text)
+        assert scanned == event_document_starts(text)
     return pieces
 
 

@@ -1,0 +1,55 @@
+"""Reading the configuration file: one file serves the translator and the webhook.
+
+It sits above both edges: the engine interprets its sections, the webhook its `webhook:`
+section, and every section is validated whichever command reads the file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dra_migrate.engine import Config, ConfigError, parse_config
+from dra_migrate.webhook.policy import WEBHOOK_SCHEMA, WebhookPolicy, parse_webhook_policy
+
+_SECTIONS = {"webhook": WEBHOOK_SCHEMA}
+
+
+@dataclass(frozen=True)
+class Settings:
+    config: Config
+    webhook: WebhookPolicy = field(default_factory=WebhookPolicy)
+
+
+def parse_settings(data: Any, target: str | None = None) -> Settings:
+    """Validate a parsed configuration document; raises ConfigError naming the field."""
+    config = parse_config(data, target, sections=_SECTIONS)
+    return Settings(config, parse_webhook_policy((data or {}).get("webhook")))
+
+
+def load_settings(path: str | None, target: str | None = None) -> Settings:
+    """Read, parse and validate; every problem becomes a ConfigError that names the file and field."""
+    if path is None:
+        return parse_settings({}, target)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    try:
+        data = yaml.load(text, Loader=yaml.CSafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else "unknown line"
+        raise ConfigError(f"{path}: invalid YAML at {where}: {getattr(exc, 'problem', exc)}") from exc
+    try:
+        return parse_settings(data, target)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+
+
+def load_config(path: str | None, target: str | None = None) -> Config:
+    """The engine's part of the file (the translator needs no more)."""
+    return load_settings(path, target).config

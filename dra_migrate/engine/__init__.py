@@ -1,0 +1,50 @@
+"""The conversion engine: pure functions from one Kubernetes object to its DRA form.
+
+    result = convert(obj, config)            # config = default_config("1.34") or parse_config(...)
+    result.object, result.templates, result.findings
+
+Shared by the offline translator (plus file I/O) and the admission webhook (plus the
+AdmissionReview envelope and template creation). Nothing here does I/O. The names below are
+the engine's whole public surface: nothing outside the engine imports its submodules.
+"""
+
+from dra_migrate.engine.config import Config, ConfigError, default_config, leave_unconverted, parse_config
+from dra_migrate.engine.convert import convert
+from dra_migrate.engine.findings import Finding, PathParts, Severity, json_path
+from dra_migrate.engine.mapping import (
+    DeviceMapping,
+    DeviceRequestSpec,
+    OpaqueConfig,
+    Unconvertible,
+    is_extended_resource,
+)
+from dra_migrate.engine.podspec import resource_entries
+from dra_migrate.engine.result import ConversionResult
+from dra_migrate.engine.templates import build_template, spec_matches, template_name
+from dra_migrate.engine.versions import RESOURCE_GROUP, Target, TargetVersionError
+
+__all__ = [
+    "RESOURCE_GROUP",
+    "Config",
+    "ConfigError",
+    "ConversionResult",
+    "DeviceMapping",
+    "DeviceRequestSpec",
+    "Finding",
+    "OpaqueConfig",
+    "PathParts",
+    "Severity",
+    "Target",
+    "TargetVersionError",
+    "Unconvertible",
+    "build_template",
+    "convert",
+    "default_config",
+    "is_extended_resource",
+    "json_path",
+    "leave_unconverted",
+    "parse_config",
+    "resource_entries",
+    "spec_matches",
+    "template_name",
+]

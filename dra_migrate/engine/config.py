@@ -1,0 +1,197 @@
+"""The configuration shared by the translator and the webhook: mapping table, policies, workload kinds.
+
+A config file is validated against a JSON Schema with `additionalProperties: false` everywhere,
+so a misspelt key is an error instead of a silently ignored setting (field-notes.md, HAMi-DRA PR #65).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import jsonschema
+
+from dra_migrate.engine.mapping import BUILTIN_MAPPINGS, DeviceMapping, MappingTable, OpaqueConfig
+from dra_migrate.engine.versions import DEFAULT_TARGET, Target, TargetVersionError
+from dra_migrate.engine.workloads import BUILTIN_WORKLOADS, WorkloadKind, WorkloadTable, parse_path
+
+_DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+_DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+
+_MAPPING_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "resource": {"type": "string", "minLength": 1},
+        "pattern": {"type": "string", "minLength": 1},
+        "deviceClassName": {"type": "string", "minLength": 1},
+        "selectors": {"type": "array", "items": {"type": "string", "minLength": 1}, "maxItems": 32},
+        "config": {
+            "type": "array",
+            "maxItems": 32,
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["driver", "parameters"],
+                "properties": {
+                    "driver": {"type": "string", "pattern": _DNS_SUBDOMAIN, "maxLength": 63},
+                    "parameters": {"type": "object"},
+                },
+            },
+        },
+        "requestName": {"type": "string", "pattern": _DNS_LABEL, "maxLength": 63},
+        "unconvertible": {"type": "string", "minLength": 1},
+        "keepsUnconverted": {"type": "array", "items": {"type": "string"}},
+    },
+    "oneOf": [{"required": ["resource"]}, {"required": ["pattern"]}],
+}
+
+CONFIG_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "targetVersion": {"type": "string"},
+        "builtinMappings": {"type": "boolean"},
+        "mappings": {"type": "array", "items": _MAPPING_SCHEMA},
+        "nodeName": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "mode": {"enum": ["nodeSelector", "nodeAffinity"]},
+                "scope": {"enum": ["claims", "all"]},
+            },
+        },
+        "workloads": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["kind", "podSpecPaths"],
+                "properties": {
+                    "apiGroup": {"type": "string"},
+                    "kind": {"type": "string", "minLength": 1},
+                    "podSpecPaths": {"type": "array", "items": {"type": "string", "minLength": 1}},
+                },
+            },
+        },
+    },
+}
+
+
+class ConfigError(ValueError):
+    """A configuration problem, with the location in the file already in the message."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeNamePolicy:
+    mode: Literal["nodeSelector", "nodeAffinity"] = "nodeSelector"
+    scope: Literal["claims", "all"] = "claims"
+
+
+@dataclass(frozen=True)
+class Config:
+    target: Target = field(default_factory=lambda: Target.parse(DEFAULT_TARGET))
+    mappings: MappingTable = field(default_factory=lambda: MappingTable(builtin_mappings()))
+    node_name: NodeNamePolicy = field(default_factory=NodeNamePolicy)
+    workloads: WorkloadTable = field(default_factory=lambda: WorkloadTable(BUILTIN_WORKLOADS))
+
+
+def _location(error: jsonschema.ValidationError) -> str:
+    out = ""
+    for part in error.absolute_path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def _mapping_from_dict(raw: Mapping[str, Any], where: str) -> DeviceMapping:
+    pattern = raw.get("pattern")
+    compiled = None
+    if pattern is not None:
+        try:
+            compiled = re.compile(pattern)
+        except re.error as exc:
+            raise ConfigError(f"{where}.pattern: not a valid regular expression: {exc}") from exc
+    if raw.get("unconvertible") is None and not raw.get("deviceClassName"):
+        raise ConfigError(f"{where}: needs deviceClassName (or unconvertible: <reason>)")
+    groups = set(compiled.groupindex) if compiled else set()
+    for text in (raw.get("deviceClassName", ""), *raw.get("selectors", ())):
+        for name in re.findall(r"\$\{(\w+)\}", text):
+            if name not in groups:
+                raise ConfigError(f"{where}: ${{{name}}} is not a named group of the pattern")
+    return DeviceMapping(
+        resource=raw.get("resource"),
+        pattern=pattern,
+        device_class_name=raw.get("deviceClassName"),
+        selectors=tuple(raw.get("selectors", ())),
+        config=tuple(OpaqueConfig(c["driver"], c["parameters"]) for c in raw.get("config", ())),
+        request_name=raw.get("requestName"),
+        unconvertible=raw.get("unconvertible"),
+        keeps_unconverted=tuple(raw.get("keepsUnconverted", ())),
+        compiled=compiled,
+    )
+
+
+def builtin_mappings() -> list[DeviceMapping]:
+    return [_mapping_from_dict(raw, f"builtin[{i}]") for i, raw in enumerate(BUILTIN_MAPPINGS)]
+
+
+def parse_config(
+    data: Mapping[str, Any] | None,
+    target_override: str | None = None,
+    *,
+    sections: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Config:
+    """Validate a parsed config document and build a Config; raises ConfigError naming the field.
+
+    `sections` adds the JSON Schemas of the file's other top-level sections (the webhook's), which
+    are validated here with the rest, so a misspelt key anywhere is an error, but not interpreted.
+    """
+    data = data or {}
+    if not isinstance(data, Mapping):
+        raise ConfigError("(top level): the configuration must be a mapping")
+    schema = CONFIG_SCHEMA
+    if sections:
+        schema = {**CONFIG_SCHEMA, "properties": {**CONFIG_SCHEMA["properties"], **sections}}
+    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(data), key=lambda e: e.path)
+    if errors:
+        raise ConfigError("; ".join(f"{_location(e)}: {e.message}" for e in errors[:5]))
+    try:
+        target = Target.parse(target_override or str(data.get("targetVersion", DEFAULT_TARGET)))
+    except TargetVersionError as exc:
+        raise ConfigError(f"targetVersion: {exc}") from exc
+    user = [_mapping_from_dict(raw, f"mappings[{i}]") for i, raw in enumerate(data.get("mappings", ()))]
+    builtin = builtin_mappings() if data.get("builtinMappings", True) else []
+    overridden = {m.key for m in user}
+    mappings = MappingTable([*user, *(m for m in builtin if m.key not in overridden)])
+    workloads = []
+    for i, raw in enumerate(data.get("workloads", ())):
+        for j, path in enumerate(raw["podSpecPaths"]):
+            try:
+                parse_path(path)
+            except ValueError as exc:
+                raise ConfigError(f"workloads[{i}].podSpecPaths[{j}]: {exc}") from exc
+        workloads.append(WorkloadKind(raw.get("apiGroup", ""), raw["kind"], tuple(raw["podSpecPaths"])))
+    node = data.get("nodeName", {})
+    return Config(
+        target=target,
+        mappings=mappings,
+        node_name=NodeNamePolicy(mode=node.get("mode", "nodeSelector"), scope=node.get("scope", "claims")),
+        workloads=WorkloadTable((*BUILTIN_WORKLOADS, *workloads)),
+    )
+
+
+def leave_unconverted(config: Config, reasons: Mapping[str, str]) -> Config:
+    """`config` with each named resource kept as it is and reported with its reason.
+
+    Exact entries are looked up before patterns, so one entry per name also carves a name out
+    of a pattern mapping.
+    """
+    overrides = [DeviceMapping(resource=name, unconvertible=reason) for name, reason in reasons.items()]
+    return dataclasses.replace(config, mappings=MappingTable([*overrides, *config.mappings.entries]))
+
+
+def default_config(target: str | None = None) -> Config:
+    return parse_config({}, target)

@@ -1,0 +1,151 @@
+"""The engine's entry point: one object in, its DRA form plus templates and findings out."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dra_migrate.engine.config import Config
+from dra_migrate.engine.dra.convert import convert_dra_object, write_hub
+from dra_migrate.engine.findings import Finding, Findings, json_path
+from dra_migrate.engine.invalid import check_pod_spec
+from dra_migrate.engine.legacy_pod import flatten_claim_sources
+from dra_migrate.engine.mapping import is_extended_resource
+from dra_migrate.engine.nodename import convert_node_name
+from dra_migrate.engine.plain import plain_copy
+from dra_migrate.engine.podspec import convert_pod_spec
+from dra_migrate.engine.result import ConversionResult
+from dra_migrate.engine.versions import RESOURCE_GROUP
+from dra_migrate.engine.workloads import api_group
+
+_GATE_OFF_BEFORE_GA = 34  # DynamicResourceAllocation is beta and off by default in 1.32/1.33 (dra-api.md 1.2)
+
+
+def convert(obj: Mapping[str, Any], config: Config) -> ConversionResult:
+    """Convert one object. Never raises for odd input: what cannot be converted is left as is and reported."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("kind"), str):
+        return ConversionResult(object=dict(obj) if isinstance(obj, Mapping) else None, changed=False)
+    if obj.get("kind") == "List" and isinstance(obj.get("items"), list):
+        return _convert_list(obj, config)
+    if api_group(obj.get("apiVersion")) == RESOURCE_GROUP:
+        findings = Findings()
+        converted, changed = convert_dra_object(obj, config.target, findings)
+        return ConversionResult(converted, changed, [], findings.items)
+    workload = config.workloads.lookup(obj)
+    if workload is None:
+        return ConversionResult(obj, False)
+    if workload.unsupported:
+        return ConversionResult(obj, False, [], _report_unsupported(obj, workload.unsupported, config))
+    return _convert_workload(obj, config)
+
+
+def _namespace(obj: Mapping[str, Any]) -> str | None:
+    metadata = obj.get("metadata")
+    namespace = metadata.get("namespace") if isinstance(metadata, dict) else None
+    return namespace if isinstance(namespace, str) and namespace else None
+
+
+def _needs_work(pod_spec: dict[str, Any], container_fields: tuple[str, ...]) -> bool:
+    """Read-only pre-check, so the common workload without devices is not copied at all."""
+    if pod_spec.get("nodeName") or pod_spec.get("resourceClaims") or "resourceClaimTemplates" in pod_spec:
+        return True
+    for kind in ("initContainers", "containers", "ephemeralContainers"):
+        for container in pod_spec.get(kind) or ():
+            if not isinstance(container, dict):
+                continue
+            resources = container.get("resources")
+            if isinstance(resources, dict):
+                for section in ("limits", "requests"):
+                    values = resources.get(section)
+                    if isinstance(values, dict) and any(is_extended_resource(str(name)) for name in values):
+                        return True
+                if resources.get("claims"):
+                    return True
+            if any(isinstance(env, dict) and "valueFrom" in env for env in container.get("env") or ()):
+                return True
+    return any(isinstance(pod_spec.get(name), dict) for name in container_fields)
+
+
+def _convert_workload(obj: dict[str, Any], config: Config) -> ConversionResult:
+    container_fields = config.workloads.container_fields(obj)
+    if not any(_needs_work(pod_spec, container_fields) for _, pod_spec in config.workloads.pod_specs(obj)):
+        return ConversionResult(obj, False)
+    out = plain_copy(obj)
+    findings = Findings()
+    templates: dict[str, dict[str, Any]] = {}
+    changed = False
+    namespace = _namespace(obj)
+    for path, pod_spec in config.workloads.pod_specs(out):
+        check_pod_spec(pod_spec, path, findings)
+        changed |= flatten_claim_sources(pod_spec, path, findings)
+        converted = convert_pod_spec(pod_spec, path, namespace, config, findings, container_fields)
+        templates.update(converted.templates)
+        changed |= converted.changed
+        changed |= convert_node_name(pod_spec, path, config.node_name, findings)
+        if converted.changed and not config.target.at_least(_GATE_OFF_BEFORE_GA):
+            findings.warning(
+                "dra-gate-off",
+                json_path(*path, "resourceClaims"),
+                f"DynamicResourceAllocation is off by default in {config.target}: without it the apiserver "
+                "silently drops spec.resourceClaims and resources.claims",
+            )
+    if not changed:
+        return ConversionResult(obj, False, [], findings.items)
+    # Templates are built in the hub form (v1); write them in the version the target serves.
+    written = [write_hub(t, "ResourceClaimTemplate", config.target) for t in templates.values()]
+    return ConversionResult(out, True, written, findings.items)
+
+
+def _convert_list(obj: dict[str, Any], config: Config) -> ConversionResult:
+    items: list[Any] = []
+    templates: dict[tuple[str | None, str], dict[str, Any]] = {}
+    findings: list[Finding] = []
+    changed = False
+    for index, item in enumerate(obj["items"]):
+        result = convert(item, config)
+        prefix = f"items[{index}]"
+        findings.extend(
+            Finding(f.severity, f.rule, f"{prefix}.{f.path}" if f.path else prefix, f.message) for f in result.findings
+        )
+        for template in result.templates:
+            templates.setdefault((_namespace(template), template["metadata"]["name"]), template)
+        changed |= result.changed
+        if result.object is not None:
+            items.append(result.object)
+    if not changed:
+        return ConversionResult(obj, False, [], findings)
+    return ConversionResult({**obj, "items": items}, True, list(templates.values()), findings)
+
+
+def _report_unsupported(obj: dict[str, Any], reason: str, config: Config) -> list[Finding]:
+    """Kinds we cannot rewrite (no pod spec to hold claims): say where device requests are."""
+    findings = Findings()
+    for path, resources in _find_resource_maps(obj):
+        for section in ("limits", "requests"):
+            values = resources.get(section)
+            if not isinstance(values, dict):
+                continue
+            for name in values:
+                if is_extended_resource(str(name)) and config.mappings.resolve(str(name)) is not None:
+                    findings.warning(
+                        "unsupported-kind",
+                        json_path(*path, section, str(name)),
+                        f"{obj.get('kind')}: {name} not converted: {reason}",
+                    )
+    return findings.items
+
+
+def _find_resource_maps(
+    node: Any, path: tuple[str | int, ...] = ()
+) -> list[tuple[tuple[str | int, ...], dict[str, Any]]]:
+    found: list[tuple[tuple[str | int, ...], dict[str, Any]]] = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("resources", "resourcesPerNode") and isinstance(value, dict):
+                found.append(((*path, key), value))
+            else:
+                found.extend(_find_resource_maps(value, (*path, str(key))))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            found.extend(_find_resource_maps(value, (*path, index)))
+    return found

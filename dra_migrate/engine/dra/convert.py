@@ -1,0 +1,143 @@
+"""Dispatch one `resource.k8s.io` object: read into the hub, check it against the target, write it out."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from dra_migrate.engine.dra import readers, writers
+from dra_migrate.engine.dra.checks import check_claim_spec
+from dra_migrate.engine.dra.features import check_features
+from dra_migrate.engine.findings import Findings
+from dra_migrate.engine.plain import plain_copy
+from dra_migrate.engine.versions import CORE_KINDS, Target
+
+_RUNTIME_ONLY = {"PodSchedulingContext", "PodScheduling"}
+_FOLD_ONLY = {"ResourceClaimParameters", "ResourceClassParameters"}
+_CLASSIC_VERSIONS = ("v1alpha1", "v1alpha2")
+
+
+def _claim_spec_path(kind: str) -> tuple[str, ...]:
+    return ("spec", "spec") if kind == "ResourceClaimTemplate" else ("spec",)
+
+
+def _get(obj: dict[str, Any], path: tuple[str, ...]) -> Any:
+    node: Any = obj
+    for key in path:
+        node = node.get(key) if isinstance(node, dict) else None
+    return node
+
+
+def _read_claim(obj: dict[str, Any], kind: str, version: str, findings: Findings) -> dict[str, Any] | None:
+    path = _claim_spec_path(kind)
+    spec = _get(obj, path)
+    if not isinstance(spec, dict):
+        findings.error("invalid-object", ".".join(path), "claim spec missing")
+        return None
+    reader: Callable[[dict[str, Any], tuple[str, ...], Findings], dict[str, Any] | None]
+    reader = readers.claim_spec_from_v1alpha2 if version in _CLASSIC_VERSIONS else readers.claim_spec_from_flat
+    hub_spec = (
+        readers.claim_spec_from_hub_shaped(spec) if version in ("v1beta2", "v1") else reader(spec, path, findings)
+    )
+    if hub_spec is None:
+        return None
+    out = plain_copy(obj)
+    out.pop("status", None)
+    if kind == "ResourceClaimTemplate":
+        out["spec"]["spec"] = hub_spec
+    else:
+        out["spec"] = hub_spec
+    return out
+
+
+def _read(obj: dict[str, Any], kind: str, version: str, findings: Findings) -> dict[str, Any] | None:
+    if kind in ("ResourceClaim", "ResourceClaimTemplate"):
+        return _read_claim(obj, kind, version, findings)
+    if kind == "ResourceClass":
+        return readers.device_class_from_v1alpha2(obj, findings)
+    if kind == "DeviceClass":
+        return readers.device_class_from_structured(obj, findings)
+    if kind == "ResourceSlice":
+        if version in _CLASSIC_VERSIONS:
+            return readers.slice_from_v1alpha2(obj, findings)
+        if version in ("v1alpha3", "v1beta1"):
+            return readers.slice_from_basic(obj, plain_capacity=version == "v1alpha3")
+        out = plain_copy(obj)
+        out.pop("status", None)
+        return out
+    return None
+
+
+def write_hub(hub: dict[str, Any], kind: str, target: Target) -> dict[str, Any]:
+    """A hub-form (v1) object in the version `target` serves."""
+    out = {"apiVersion": target.dra_api_version, **{k: v for k, v in hub.items() if k != "apiVersion"}}
+    if target.dra_version != "v1beta1":
+        return out
+    if kind == "ResourceClaimTemplate":
+        out["spec"] = {**out["spec"], "spec": writers.flatten_claim_spec(out["spec"]["spec"])}
+    elif kind == "ResourceClaim":
+        out["spec"] = writers.flatten_claim_spec(out["spec"])
+    elif kind == "ResourceSlice":
+        out["spec"] = writers.wrap_slice_devices(out["spec"])
+    return out
+
+
+def convert_dra_object(obj: dict[str, Any], target: Target, findings: Findings) -> tuple[dict[str, Any] | None, bool]:
+    """Returns (object or None when dropped, changed)."""
+    version = str(obj.get("apiVersion", "")).rsplit("/", 1)[-1]
+    kind = str(obj.get("kind", ""))
+    if kind in _RUNTIME_ONLY:
+        findings.warning(
+            "runtime-object-dropped",
+            "",
+            f"{kind} was written by the scheduler for classic DRA and was removed in 1.32 with no replacement; dropped",
+        )
+        return None, True
+    if kind in _FOLD_ONLY:
+        findings.error(
+            "structured-parameters-1.30",
+            "",
+            f"{kind} (1.30) has no standalone equivalent: fold its "
+            "selectors into CEL (device.attributes[...]) and its vendorParameters into opaque config of "
+            "the claim or DeviceClass that references it; left as is",
+        )
+        return obj, False
+    if kind == "DeviceTaintRule":
+        if target.serves_device_taint_rule(version) and version != "v1":
+            findings.warning(
+                "api-off-by-default",
+                "apiVersion",
+                f"DeviceTaintRule {version} is served by {target} but, as an alpha/beta API, only when enabled: "
+                f"--runtime-config=resource.k8s.io/{version}=true and feature gate DRADeviceTaints",
+            )
+        elif not target.serves_device_taint_rule(version):
+            findings.error(
+                "not-served",
+                "apiVersion",
+                f"DeviceTaintRule {version} is not served by Kubernetes "
+                f"{target} (v1alpha3 from 1.33, v1beta2 from 1.36, v1 not released); left as is",
+            )
+        return obj, False
+    if kind not in CORE_KINDS and kind != "ResourceClass":
+        return obj, False
+    if kind in ("ResourceClaim", "ResourceClaimTemplate"):
+        check_claim_spec(_get(obj, _claim_spec_path(kind)), version, _claim_spec_path(kind), findings)
+        if findings.has_errors:
+            return obj, False
+    hub = _read(obj, kind, version, findings)
+    if hub is None:
+        return obj, False
+    out_kind = "DeviceClass" if kind == "ResourceClass" else kind
+    if not check_features(out_kind, hub, target, findings):
+        return obj, False
+    if version == target.dra_version and kind == out_kind:
+        return obj, False
+    if out_kind == "ResourceSlice":
+        findings.warning(
+            "resource-slice",
+            "",
+            "ResourceSlices are published by the DRA driver; converted for "
+            "reference, but the driver will republish its own",
+        )
+    findings.info("api-version", "apiVersion", f"{obj.get('apiVersion')} {kind} -> {target.dra_api_version} {out_kind}")
+    return write_hub(hub, out_kind, target), True

@@ -1,0 +1,369 @@
+"""Device-plugin requests in one pod spec -> DRA claims (dra-api.md section 5, "Translator implications").
+
+How the device count is kept (the invariant: a converted pod never needs more devices than before).
+Under the device plugin a pod needs, per resource, max(largest non-sidecar init container plus the
+sidecars started before it, sum over app and sidecar containers): init containers run one at a time
+and their devices are handed on to later containers. DRA claims live as long as the pod, so one
+claim per container would add the init containers' devices on top. Instead:
+
+* every long-running container (app, or sidecar = init container with restartPolicy Always) gets its
+  own claim of exactly its count;
+* a non-sidecar init container reuses claims of containers that are not running yet while it runs
+  (app containers, sidecars started after it, and claims made for earlier init containers), choosing
+  claims that add up to exactly its count when possible, else the smallest set that covers it;
+* only when those claims together hold fewer devices than it needs does it get a claim of its own,
+  for the difference, which later init containers may reuse in turn.
+
+So the pod's claims add up to exactly the device-plugin need, per (class, selectors, config).
+
+A pod is never split between the device plugin and DRA for one DeviceClass: when a container must
+keep a mapped resource (a HAMi vGPU share, an invalid count), the pod's other requests of that
+class stay too, because no node serves one device both ways (KEP-5004, dra-api.md section 5).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from dra_migrate.engine.config import Config
+from dra_migrate.engine.findings import Findings, PathParts, json_path
+from dra_migrate.engine.mapping import (
+    IMPLICIT_DEVICE_CLASS_PREFIX,
+    DeviceRequestSpec,
+    Unconvertible,
+    is_extended_resource,
+)
+from dra_migrate.engine.names import unique_label
+from dra_migrate.engine.quantity import QuantityError, device_count
+from dra_migrate.engine.templates import build_template
+
+MAX_DEVICES_PER_CLAIM = 32  # allocator limit per claim (dra-api.md section 4, "Size limits")
+
+
+@dataclass(slots=True)
+class ContainerRef:
+    where: PathParts  # relative to the pod spec: ("containers", 0), or ("pytorch",) for a KServe model container
+    container: dict[str, Any]
+    init: bool
+    sidecar: bool
+
+    @property
+    def name(self) -> str:
+        return str(self.container.get("name") or "-".join(str(p) for p in self.where))
+
+    @property
+    def long_running(self) -> bool:
+        return not self.init or self.sidecar
+
+
+@dataclass(slots=True)
+class DeviceNeed:
+    ref: ContainerRef
+    resource: str
+    count: int
+    spec: DeviceRequestSpec
+
+
+@dataclass(slots=True)
+class PodClaim:
+    name: str
+    template: str
+    count: int
+
+
+@dataclass(slots=True)
+class PodConversion:
+    """What converting one pod spec produced, for the caller to merge into its result."""
+
+    templates: dict[str, dict[str, Any]] = field(default_factory=dict)
+    changed: bool = False
+
+
+def _containers(pod_spec: dict[str, Any], container_fields: tuple[str, ...]) -> list[ContainerRef]:
+    refs: list[ContainerRef] = []
+    for kind in ("initContainers", "containers"):
+        items = pod_spec.get(kind)
+        if not isinstance(items, list):
+            continue
+        for index, container in enumerate(items):
+            if isinstance(container, dict):
+                init = kind == "initContainers"
+                refs.append(
+                    ContainerRef((kind, index), container, init, init and container.get("restartPolicy") == "Always")
+                )
+    # Pod-spec-like CRDs (KServe predictors) also hold one container per model format key.
+    refs.extend(
+        ContainerRef((field_name,), pod_spec[field_name], init=False, sidecar=False)
+        for field_name in container_fields
+        if isinstance(pod_spec.get(field_name), dict)
+    )
+    return refs
+
+
+def resource_entries(pod_spec: Any, container_fields: tuple[str, ...] = ()) -> Iterator[tuple[PathParts, str, str]]:
+    """(container path within the pod spec, "limits"|"requests", resource name) for every entry."""
+    if not isinstance(pod_spec, dict):
+        return
+    for ref in _containers(pod_spec, container_fields):
+        limits, requests = _resource_maps(ref.container)
+        for section, values in (("limits", limits), ("requests", requests)):
+            for name in values:
+                yield ref.where, section, str(name)
+
+
+def _resource_maps(container: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    resources = container.get("resources")
+    if not isinstance(resources, dict):
+        return {}, {}
+    limits = resources.get("limits")
+    requests = resources.get("requests")
+    return (limits if isinstance(limits, dict) else {}), (requests if isinstance(requests, dict) else {})
+
+
+@dataclass(slots=True)
+class PodNeeds:
+    convert: list[DeviceNeed] = field(default_factory=list)
+    # DeviceClass -> "container: resource" that stays on the device plugin (companion or bad count).
+    kept: dict[str, list[str]] = field(default_factory=dict)
+
+
+def _collect_needs(refs: list[ContainerRef], config: Config, base: PathParts, findings: Findings) -> PodNeeds:
+    needs = PodNeeds()
+    for ref in refs:
+        limits, requests = _resource_maps(ref.container)
+        where = (*base, *ref.where, "resources")
+        names = sorted({str(k) for k in (*limits, *requests)})
+        resolved = {name: config.mappings.resolve(name) for name in names}
+        kept_back = {
+            kept
+            for name, mapping in resolved.items()
+            if isinstance(mapping, Unconvertible)
+            for kept in mapping.keeps_unconverted
+        }
+        for name in names:
+            if not is_extended_resource(name):
+                continue
+            section = "limits" if name in limits else "requests"
+            path = json_path(*where, section, name)
+            mapping = resolved[name]
+            if name.startswith(IMPLICIT_DEVICE_CLASS_PREFIX):
+                findings.info("extended-resource-dra", path, f"{name} is already served by DRA (KEP-5004); kept")
+                continue
+            if mapping is None:
+                findings.warning(
+                    "unmapped-resource",
+                    path,
+                    f"container {ref.name!r}: {name} has no DRA mapping and stays a device-plugin request; "
+                    "add a mapping to the config file to convert it",
+                )
+                continue
+            if isinstance(mapping, Unconvertible):
+                findings.warning(
+                    "unconvertible-resource", path, f"container {ref.name!r}: {name} kept: {mapping.reason}"
+                )
+                continue
+            if name in kept_back:
+                findings.warning(
+                    "resource-kept-with-companion",
+                    path,
+                    f"container {ref.name!r}: {name} kept because the container also requests a resource that "
+                    "qualifies it (for example a vGPU memory or core share)",
+                )
+                needs.kept.setdefault(mapping.device_class_name, []).append(f"{ref.name}: {name}")
+                continue
+            count = _count(ref, name, limits, requests, where, findings)
+            if count is None:
+                needs.kept.setdefault(mapping.device_class_name, []).append(f"{ref.name}: {name}")
+            elif count:
+                needs.convert.append(DeviceNeed(ref, name, count, mapping))
+    return needs
+
+
+def _keep_pod_on_device_plugin(needs: PodNeeds, base: PathParts, findings: Findings) -> list[DeviceNeed]:
+    """Drop conversions of a DeviceClass that some container of the pod keeps on the device plugin.
+
+    A node must not serve one device both through a device plugin and DRA (KEP-5004), so a pod
+    needing both kinds of the same device could not be scheduled anywhere during a migration.
+    """
+    kept_needs = [n for n in needs.convert if n.spec.device_class_name in needs.kept]
+    for need in kept_needs:
+        findings.warning(
+            "pod-kept-on-device-plugin",
+            json_path(*base, *need.ref.where, "resources"),
+            f"container {need.ref.name!r}: {need.resource} kept: the pod also keeps "
+            f"{', '.join(needs.kept[need.spec.device_class_name])} on the device plugin, and one pod cannot use "
+            f"DeviceClass {need.spec.device_class_name!r} both ways",
+        )
+    return [n for n in needs.convert if n not in kept_needs]
+
+
+def _count(
+    ref: ContainerRef,
+    name: str,
+    limits: dict[str, Any],
+    requests: dict[str, Any],
+    where: PathParts,
+    findings: Findings,
+) -> int | None:
+    """The device count, or None (with an error finding) when the quantities cannot be converted."""
+    values = {}
+    for section, source in (("limits", limits), ("requests", requests)):
+        if name in source and _is_placeholder(source[name]):
+            findings.warning(
+                "template-placeholder",
+                json_path(*where, section, name),
+                f"container {ref.name!r}: {name}: {source[name]!r} is a template placeholder; render the "
+                "template first, then convert; left as is",
+            )
+            return None
+        if name in source:
+            try:
+                values[section] = device_count(source[name])
+            except QuantityError as exc:
+                findings.error(
+                    "invalid-device-count",
+                    json_path(*where, section, name),
+                    f"container {ref.name!r}: {name}: {exc}; left unconverted",
+                )
+                return None
+    path = json_path(*where, "limits" if "limits" in values else "requests", name)
+    if len(set(values.values())) > 1:
+        findings.error(
+            "requests-limits-differ",
+            path,
+            f"container {ref.name!r}: {name} requests {values['requests']} but limits {values['limits']}; "
+            "extended resources cannot be overcommitted, so requests must equal limits; left unconverted",
+        )
+        return None
+    count = next(iter(values.values()))
+    if count > MAX_DEVICES_PER_CLAIM:
+        findings.error(
+            "too-many-devices",
+            path,
+            f"container {ref.name!r}: {name}: {count} devices exceed the {MAX_DEVICES_PER_CLAIM}-device limit "
+            "of one ResourceClaim; left unconverted",
+        )
+        return None
+    return count
+
+
+def _is_placeholder(value: object) -> bool:
+    """envsubst (`${VAR}`) and Go-template (`{{ }}`) placeholders: unrendered templates, not bad counts."""
+    return isinstance(value, str) and ("${" in value or "{{" in value)
+
+
+def _best_subset(pool: list[PodClaim], need: int) -> list[PodClaim]:
+    """Claims adding up to exactly `need` (fewest claims), else the smallest total above it.
+
+    Subset sum by dynamic programming over totals: a pool holds at most a few dozen claims of at
+    most 32 devices each, so the table stays small.
+    """
+    best: dict[int, tuple[PodClaim, ...]] = {0: ()}
+    for claim in pool:
+        for total, chosen in list(best.items()):
+            grown = total + claim.count
+            if grown not in best or len(best[grown]) > len(chosen) + 1:
+                best[grown] = (*chosen, claim)
+    reachable = sorted(t for t in best if t >= need)
+    return list(best[reachable[0]]) if reachable else list(pool)
+
+
+def _add_container_claim(container: dict[str, Any], claim_name: str) -> None:
+    resources = container.setdefault("resources", {})
+    claims = resources.get("claims")
+    if not isinstance(claims, list):  # absent or `claims: null`
+        claims = resources["claims"] = []
+    if not any(c.get("name") == claim_name and not c.get("request") for c in claims if isinstance(c, dict)):
+        claims.append({"name": claim_name})
+
+
+def _remove_resource(container: dict[str, Any], name: str) -> None:
+    resources = container["resources"]
+    for section in ("limits", "requests"):
+        values = resources.get(section)
+        if isinstance(values, dict) and name in values:
+            del values[name]
+            if not values:
+                del resources[section]
+
+
+def convert_pod_spec(
+    pod_spec: dict[str, Any],
+    base: PathParts,
+    namespace: str | None,
+    config: Config,
+    findings: Findings,
+    container_fields: tuple[str, ...] = (),
+) -> PodConversion:
+    """Convert `pod_spec` in place (the caller owns a copy) and return the templates it now references."""
+    out = PodConversion()
+    refs = _containers(pod_spec, container_fields)
+    needs = _keep_pod_on_device_plugin(_collect_needs(refs, config, base, findings), base, findings)
+    if not needs:
+        return out
+    existing = pod_spec.get("resourceClaims")
+    pod_claims: list[dict[str, Any]] = existing if isinstance(existing, list) else []
+    taken = {str(c.get("name")) for c in pod_claims if isinstance(c, dict)}
+
+    def new_claim(owner: ContainerRef, need: DeviceNeed, count: int) -> PodClaim:
+        template = build_template(need.spec, count, namespace)
+        name = template["metadata"]["name"]
+        out.templates.setdefault(name, template)
+        claim = PodClaim(unique_label(f"{owner.name}-{need.spec.request_name}", taken), name, count)
+        taken.add(claim.name)
+        pod_claims.append({"name": claim.name, "resourceClaimTemplateName": name})
+        return claim
+
+    position = {id(ref.container): order for order, ref in enumerate(refs)}
+    for identity in dict.fromkeys(n.spec.identity() for n in needs):
+        group = [n for n in needs if n.spec.identity() == identity]
+        # Keyed by need, not container: one container may ask for two resource names of one identity.
+        owned: dict[int, PodClaim] = {}
+        for need in sorted((n for n in group if n.ref.long_running), key=lambda n: position[id(n.ref.container)]):
+            owned[id(need)] = claim = new_claim(need.ref, need, need.count)
+            _attach(need, [claim], findings, base)
+        extras: list[PodClaim] = []
+        for need in (n for n in group if not n.ref.long_running):
+            here = position[id(need.ref.container)]
+            # Sidecars started before this init container still hold their devices while it runs.
+            pool = [
+                claim
+                for other in group
+                if other.ref.long_running and not (other.ref.sidecar and position[id(other.ref.container)] < here)
+                for claim in [owned[id(other)]]
+            ] + extras
+            chosen = _best_subset(pool, need.count) if sum(c.count for c in pool) >= need.count else pool
+            shortfall = need.count - sum(c.count for c in chosen)
+            if shortfall > 0:
+                extra = new_claim(need.ref, need, shortfall)
+                extras.append(extra)
+                chosen = [*chosen, extra]
+            _attach(need, chosen, findings, base)
+    if pod_claims and pod_spec.get("resourceClaims") is not pod_claims:  # absent or `resourceClaims: null`
+        pod_spec["resourceClaims"] = pod_claims
+    out.changed = True
+    return out
+
+
+def _attach(need: DeviceNeed, claims: Iterable[PodClaim], findings: Findings, base: PathParts) -> None:
+    claims = list(claims)
+    for claim in claims:
+        _add_container_claim(need.ref.container, claim.name)
+    _remove_resource(need.ref.container, need.resource)
+    visible = sum(c.count for c in claims)
+    path = json_path(*base, *need.ref.where, "resources")
+    names = ", ".join(f"{c.name} ({c.template})" for c in claims)
+    findings.info(
+        "device-plugin-to-claim",
+        path,
+        f"container {need.ref.name!r}: {need.resource}: {need.count} -> claim {names}",
+    )
+    if visible > need.count:
+        findings.warning(
+            "init-container-sees-more",
+            path,
+            f"init container {need.ref.name!r} asked for {need.count} {need.resource} and shares claims of later "
+            f"containers holding {visible}; it can see all {visible} devices while it runs",
+        )

@@ -1,0 +1,35 @@
+"""The engine's output for one input object."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from dra_migrate.engine.findings import Finding, Severity
+
+
+@dataclass(slots=True)
+class ConversionResult:
+    """`object` is the converted object (the input itself when nothing changed; None when dropped).
+
+    `templates` are the ResourceClaimTemplates the object needs, in the target's API version, in the
+    object's namespace (none set for a namespace-less object). `findings` covers every change made
+    (severity info) and every problem found (warning, error); an error means that part was left as is.
+    """
+
+    object: dict[str, Any] | None
+    changed: bool
+    templates: list[dict[str, Any]] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def dropped(self) -> bool:
+        return self.object is None
+
+    @property
+    def has_errors(self) -> bool:
+        return any(f.severity is Severity.ERROR for f in self.findings)
+
+    @property
+    def problems(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity is not Severity.INFO]

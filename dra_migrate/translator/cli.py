@@ -1,0 +1,71 @@
+"""Arguments of `dra-migrate convert` and `dra-migrate diff` (argparse only: the work loads on demand)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def _common_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="*", metavar="PATH", help="files or directories; - or nothing reads stdin")
+    parser.add_argument("--config", metavar="FILE", help="mapping and policy file (default: built-in mapping)")
+    parser.add_argument("--target-version", metavar="X.Y", help="Kubernetes release to write for (default 1.34)")
+    parser.add_argument(
+        "--include",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="in directories, read files matching GLOB (default *.yaml *.yml *.json); repeatable",
+    )
+    parser.add_argument("--exclude", action="append", default=[], metavar="GLOB", help="skip matching files")
+    parser.add_argument(
+        "--report",
+        choices=("text", "json", "none"),
+        help="findings report on stderr (default: text on a terminal, none in a pipe)",
+    )
+    parser.add_argument("--report-file", metavar="PATH", help="write the report to PATH instead of stderr")
+    parser.add_argument(
+        "--validate",
+        action="store_true",
+        help="check every output object against the target's OpenAPI schema; failures are errors",
+    )
+
+
+def register(subparsers: Any) -> None:
+    convert = subparsers.add_parser(
+        "convert",
+        help="rewrite manifests to DRA",
+        description="Rewrite device-plugin requests and old "
+        "resource.k8s.io versions in manifests. Exit 0 on success, 2 when anything could not be converted.",
+    )
+    _common_arguments(convert)
+    where = convert.add_mutually_exclusive_group()
+    where.add_argument("-o", "--output-dir", metavar="DIR", help="write the converted tree under DIR")
+    where.add_argument("--in-place", action="store_true", help="rewrite changed files in place (atomically)")
+    convert.add_argument(
+        "--templates-file",
+        metavar="PATH",
+        help="write all generated ResourceClaimTemplates to PATH instead of next to workloads",
+    )
+    convert.set_defaults(handler=_run_convert)
+
+    diff = subparsers.add_parser(
+        "diff",
+        help="preview what convert would change (exit 0 none, 1 changes, 2 errors)",
+        description="Unified diff of what `convert` would change. Exit 0 nothing to change, 1 changes "
+        "needed, 2 errors.",
+    )
+    _common_arguments(diff)
+    diff.set_defaults(handler=_run_diff)
+
+
+def _run_convert(args: argparse.Namespace) -> int:
+    from dra_migrate.translator.commands import run_convert
+
+    return run_convert(args)
+
+
+def _run_diff(args: argparse.Namespace) -> int:
+    from dra_migrate.translator.commands import run_diff
+
+    return run_diff(args)

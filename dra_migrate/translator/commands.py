@@ -1,0 +1,183 @@
+"""`dra-migrate convert` and `dra-migrate diff`: the offline translator's command line."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import sys
+from collections.abc import Iterable, Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any, TextIO
+
+import yaml
+
+from dra_migrate.configfile import load_config
+from dra_migrate.engine import ConfigError, TargetVersionError
+from dra_migrate.exits import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, fail
+from dra_migrate.translator.output import StdoutWriter, write_atomic
+from dra_migrate.translator.pipeline import FileResult, RunOptions, process
+from dra_migrate.translator.registry import TemplateRegistry
+from dra_migrate.translator.report import JsonReport, Progress, RunSummary, file_entries, print_summary
+from dra_migrate.translator.sources import Source, discover, has_stdin
+
+
+class UsageError(Exception):
+    pass
+
+
+def _read(source: Source, stdin_text: str | None) -> str:
+    if source.path is None:
+        return stdin_text or ""
+    return source.path.read_text(encoding="utf-8")
+
+
+def _note_existing_templates(sources: Iterable[Source], stdin_text: str | None, registry: TemplateRegistry) -> None:
+    """Templates already in the inputs are not emitted again; KEP-5004 DeviceClasses there are noted."""
+    for source in sources:
+        try:
+            text = _read(source, stdin_text)
+        except (OSError, UnicodeDecodeError):
+            continue
+        if "ResourceClaimTemplate" not in text and "extendedResourceName" not in text:
+            continue
+        try:
+            documents = list(yaml.load_all(text, Loader=yaml.CSafeLoader))
+        except yaml.YAMLError:
+            continue
+        for document in documents:
+            items = (
+                document.get("items", [])
+                if isinstance(document, dict) and document.get("kind") == "List"
+                else [document]
+            )
+            for item in items:
+                if isinstance(item, dict) and item.get("kind") == "ResourceClaimTemplate":
+                    registry.note_existing(item)
+                elif isinstance(item, dict) and item.get("kind") == "DeviceClass":
+                    registry.note_device_class(item)
+
+
+class Run:
+    """Shared driver for convert and diff: config, sources, per-file processing and the report."""
+
+    def __init__(self, args: argparse.Namespace, templates_inline: bool) -> None:
+        config = load_config(args.config, args.target_version)
+        self.options = RunOptions(config=config, templates_inline=templates_inline, validate=args.validate)
+        # Sources are walked lazily (twice: templates first), so memory does not grow with the tree.
+        self._paths, self._include, self._exclude = args.paths, args.include, args.exclude
+        self.stdin_text = sys.stdin.read() if has_stdin(args.paths) else None
+        self.registry = TemplateRegistry()
+        _note_existing_templates(self.sources(), self.stdin_text, self.registry)
+        self.summary = RunSummary()
+        self.report_kind = args.report or ("text" if sys.stderr.isatty() else "none")
+        self.report_file: str | None = args.report_file
+        self.json_report = JsonReport(str(config.target))
+        self.problems: list[dict[str, Any]] = []
+        self.any_errors = False
+
+    def sources(self) -> Iterator[Source]:
+        return discover(self._paths, self._include, self._exclude)
+
+    def results(self) -> Iterator[FileResult]:
+        progress = Progress(sum(1 for _ in self.sources()) if sys.stderr.isatty() else 0)
+        for source in self.sources():
+            result = self._process(source)
+            self.summary.add(result, len(result.templates) + result.templates_inline)
+            self.any_errors |= result.has_errors
+            if self.report_kind == "json":
+                self.json_report.add(result)
+            elif self.report_kind == "text":
+                self.problems.extend(r for r in file_entries(result) if r["severity"] in ("warning", "error"))
+            progress.step(source.display)
+            yield result
+        progress.close()
+
+    def _process(self, source: Source) -> FileResult:
+        try:
+            text = _read(source, self.stdin_text)
+        except (OSError, UnicodeDecodeError) as exc:
+            result = FileResult(source, "", "")
+            result.error = f"cannot read: {getattr(exc, 'strerror', None) or exc}"
+            return result
+        try:
+            return process(source, text, self.registry, self.options)
+        except Exception as exc:  # one bad file must not stop a bulk run or leak a traceback
+            result = FileResult(source, text, text)
+            result.error = f"internal error, file left unchanged: {type(exc).__name__}: {exc}"
+            return result
+
+    def finish(self) -> None:
+        if self.report_kind == "none":
+            return
+        with ExitStack() as stack:
+            stream: TextIO = (
+                stack.enter_context(Path(self.report_file).open("w", encoding="utf-8"))
+                if self.report_file
+                else sys.stderr
+            )
+            if self.report_kind == "json":
+                self.json_report.dump(stream, self.summary)
+            else:
+                print_summary(stream, self.summary, self.problems)
+
+
+def _start(args: argparse.Namespace, templates_inline: bool) -> Run:
+    try:
+        return Run(args, templates_inline)
+    except (ConfigError, TargetVersionError) as exc:
+        raise UsageError(f"config: {exc}") from exc
+
+
+def run_convert(args: argparse.Namespace) -> int:
+    if args.in_place and has_stdin(args.paths):
+        return fail("convert", "--in-place needs file or directory paths, not stdin")
+    try:
+        run = _start(args, templates_inline=args.templates_file is None)
+    except UsageError as exc:
+        return fail("convert", str(exc))
+    stdout = StdoutWriter(sys.stdout)
+    templates: list[dict[str, Any]] = []
+    for result in run.results():
+        templates.extend(result.templates)
+        if args.in_place:
+            if result.changed and result.error is None:
+                assert result.source.path is not None
+                write_atomic(result.source.path, result.text)
+        elif args.output_dir:
+            write_atomic(Path(args.output_dir) / result.source.relative, result.text, durable=False)
+        else:
+            stdout.write(result.text)
+    if args.templates_file:
+        body = "".join(f"---\n{yaml.dump(t, Dumper=yaml.CSafeDumper, sort_keys=False)}" for t in templates)
+        write_atomic(Path(args.templates_file), body)
+    run.finish()
+    return EXIT_ERROR if run.any_errors else EXIT_OK
+
+
+def run_diff(args: argparse.Namespace) -> int:
+    try:
+        run = _start(args, templates_inline=True)
+    except UsageError as exc:
+        return fail("diff", str(exc))
+    changes = False
+    for result in run.results():
+        if not result.changed:
+            continue
+        changes = True
+        name = result.source.display
+        sys.stdout.writelines(
+            difflib.unified_diff(_diff_lines(result.original), _diff_lines(result.text), f"a/{name}", f"b/{name}")
+        )
+    run.finish()
+    if run.any_errors:
+        return EXIT_ERROR
+    return EXIT_CHANGES if changes else EXIT_OK
+
+
+def _diff_lines(text: str) -> list[str]:
+    """Lines for difflib, marking a missing final newline the way git and diff(1) do."""
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n\\ No newline at end of file\n"
+    return lines

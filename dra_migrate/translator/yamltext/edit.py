@@ -1,0 +1,120 @@
+"""Rewrite one YAML document so it parses to a new value, changing only the text that must change.
+
+    result = edit_document(doc.text, doc.obj, converted)   # EditResult(text, method, reason)
+    text = apply_changes(doc.text, doc.obj, converted)     # just the text
+
+Every result is re-parsed and compared with `new`; a surgical result that fails that check
+goes to the ruamel round trip, and one that fails too becomes a plain dump of `new`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import yaml
+from yaml.nodes import Node
+
+from dra_migrate.translator.yamltext.diff import AddKeys, AppendItems, Op, Replace, diff, get_path, same
+from dra_migrate.translator.yamltext.layout import detect_layout
+from dra_migrate.translator.yamltext.roundtrip import frame, roundtrip_edit
+from dra_migrate.translator.yamltext.shapes import DeclineError, Layout
+from dra_migrate.translator.yamltext.surgical import SurgicalEditor
+
+Method = Literal["surgical", "roundtrip", "rewrite"]
+
+
+@dataclass(frozen=True, slots=True)
+class EditResult:
+    text: str
+    method: Method
+    reason: str = ""  # why the surgical path was not used; empty when it was
+
+
+def apply_changes(doc_text: str, old: Any, new: Any) -> str:
+    return edit_document(doc_text, old, new).text
+
+
+def edit_document(doc_text: str, old: Any, new: Any) -> EditResult:
+    ops = diff(old, new)
+    if not ops:
+        return EditResult(doc_text, "surgical")
+    root: Node | None = None
+    try:
+        root = _compose(doc_text)
+        text = SurgicalEditor(doc_text, root, new).apply(ops)
+        if parses_to(text, new, ops):
+            return EditResult(text, "surgical")
+        reason = "surgical edit did not re-parse to the new value"
+    except DeclineError as exc:
+        reason = str(exc)
+    except Exception as exc:  # a bug or an unforeseen shape must not cost the document
+        reason = f"surgical editor failed: {type(exc).__name__}: {exc}"
+    layout = detect_layout([root]) if root is not None else Layout()
+    return _fallback(doc_text, ops, new, layout, reason)
+
+
+def _compose(text: str) -> Node:
+    root = yaml.compose(text, Loader=yaml.CSafeLoader)
+    if root is None:
+        raise DeclineError("empty document")
+    return root
+
+
+def _fallback(doc_text: str, ops: list[Op], new: Any, layout: Layout, reason: str) -> EditResult:
+    try:
+        text = roundtrip_edit(doc_text, ops, layout)
+        if parses_to(text, new):
+            return EditResult(text, "roundtrip", reason)
+        reason += "; round trip did not re-parse to the new value"
+    except Exception as exc:  # ruamel raises many unrelated types; any of them means "rewrite"
+        reason += f"; round trip failed: {exc}"
+    return EditResult(rewrite(doc_text, new), "rewrite", reason)
+
+
+def rewrite(doc_text: str, new: Any) -> str:
+    """A plain dump of `new` that keeps the document's framing (`---`, `...`) so streams still join."""
+    head, body, foot = frame(doc_text)
+    text = yaml.dump(
+        new,
+        Dumper=yaml.CSafeDumper,
+        sort_keys=False,
+        default_flow_style=False,
+        allow_unicode=True,
+        width=1 << 16,
+    )
+    if not body.endswith("\n") and not foot:
+        text = text.removesuffix("\n")
+    if "\r\n" in doc_text:
+        text = text.replace("\n", "\r\n")
+    return head + text + foot
+
+
+def parses_to(text: str, new: Any, ops: list[Op] | None = None) -> bool:
+    """Whether `text` loads to `new`, telling 1 from True and 1.0 (which == does not).
+
+    With the ops that produced `text`, the strict comparison is limited to what they wrote:
+    the rest of the text is the old document's, which already loaded to exactly those values.
+    """
+    try:
+        loaded = yaml.load(text, Loader=yaml.CSafeLoader)
+    except yaml.YAMLError:
+        return False
+    if ops is None or loaded != new:  # != also fails on NaN, which `same` accepts
+        return same(loaded, new)
+    try:
+        return all(_written_same(loaded, op) for op in ops)
+    except (KeyError, IndexError, TypeError):
+        return False
+
+
+def _written_same(loaded: Any, op: Op) -> bool:
+    if isinstance(op, Replace):
+        return same(get_path(loaded, op.path), op.value)
+    if isinstance(op, AddKeys):
+        target = get_path(loaded, op.path)
+        return all(same(target[k], v) for k, v in op.items)
+    if isinstance(op, AppendItems):
+        target = get_path(loaded, op.path)
+        return same(target[len(target) - len(op.items) :], list(op.items))
+    return True  # removals write nothing

@@ -1,0 +1,108 @@
+"""The package's import rules, read from the source with `ast` (lazy imports inside functions count too).
+
+* The engine is pure and self-contained: it imports nothing from the edges.
+* The translator never imports the webhook, the webhook never imports the translator, and
+  certs imports neither: each edge can change without touching the others.
+* Outside the engine only the names its `__init__` exports are used (its public surface).
+* Tests and benchmarks import only public names (no leading underscore).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import dra_migrate.engine
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "dra_migrate"
+
+Import = tuple[str, str | None, int]  # (module, imported name or None, line)
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports_of(path: Path) -> Iterator[Import]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, None, node.lineno
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                yield node.module, alias.name, node.lineno
+
+
+def package_files(part: str | None = None) -> list[Path]:
+    base = PACKAGE / part if part else PACKAGE
+    return sorted(base.rglob("*.py"))
+
+
+def internal_targets(path: Path) -> Iterator[tuple[str, int]]:
+    """Every dra_migrate module a file imports (`from pkg import sub` counts as pkg.sub when sub is a module)."""
+    for module, name, line in imports_of(path):
+        if not module.startswith("dra_migrate"):
+            continue
+        candidate = f"{module}.{name}" if name else module
+        as_path = ROOT.joinpath(*candidate.split("."))
+        yield (candidate if as_path.with_suffix(".py").exists() or as_path.is_dir() else module), line
+
+
+def test_the_package_is_found() -> None:
+    assert len(package_files("engine")) > 10 and len(package_files("webhook")) > 10
+
+
+@pytest.mark.parametrize("path", package_files("engine"), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_engine_imports_nothing_from_the_edges(path: Path) -> None:
+    for target, line in internal_targets(path):
+        assert target.startswith("dra_migrate.engine"), f"{path.name}:{line} imports {target}"
+
+
+FORBIDDEN = {
+    "translator": ("dra_migrate.webhook", "dra_migrate.certs"),
+    "webhook": ("dra_migrate.translator",),
+    "certs": ("dra_migrate.translator", "dra_migrate.webhook", "dra_migrate.engine"),
+}
+
+
+@pytest.mark.parametrize("part", sorted(FORBIDDEN))
+def test_edges_do_not_import_each_other(part: str) -> None:
+    for path in package_files(part):
+        for target, line in internal_targets(path):
+            assert not target.startswith(FORBIDDEN[part]), f"{path.relative_to(ROOT)}:{line} imports {target}"
+
+
+def outside_engine_files() -> list[Path]:
+    files = [p for p in package_files() if "engine" not in p.relative_to(PACKAGE).parts[:1]]
+    return files + sorted((ROOT / "tests").rglob("*.py")) + sorted((ROOT / "bench").rglob("*.py"))
+
+
+def test_only_the_engine_surface_is_used_outside_it() -> None:
+    surface = set(dra_migrate.engine.__all__)
+    for path in outside_engine_files():
+        for module, name, line in imports_of(path):
+            where = f"{path.relative_to(ROOT)}:{line}"
+            assert not module.startswith("dra_migrate.engine."), f"{where} reaches into {module}"
+            if module == "dra_migrate.engine" and name is not None:
+                assert name in surface, f"{where} imports {name}, which the engine does not export"
+
+
+def test_engine_exports_exist() -> None:
+    missing = [name for name in dra_migrate.engine.__all__ if not hasattr(dra_migrate.engine, name)]
+    assert not missing
+
+
+@pytest.mark.parametrize("folder", ["tests", "bench"])
+def test_tests_and_benchmarks_import_only_public_names(folder: str) -> None:
+    for path in sorted((ROOT / folder).rglob("*.py")):
+        for module, name, line in imports_of(path):
+            if not module.startswith("dra_migrate"):
+                continue
+            private = [part for part in [*module.split("."), name or ""] if part.startswith("_") and part != "__init__"]
+            assert not private, f"{path.relative_to(ROOT)}:{line} imports private {module}.{name}"
