@@ -13,6 +13,20 @@ DEFAULT_TARGET = "1.34"
 CORE_KINDS = frozenset({"DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice"})
 
 
+# First minor release whose default turns each gate on (dra-api.md 1.4).
+_GATES_ON_FROM = {
+    "DynamicResourceAllocation": 34,
+    "DRAAdminAccess": 34,
+    "DRAPrioritizedList": 34,
+    "DRAExtendedResource": 36,
+    "DRADeviceTaints": 36,
+    "DRADeviceTaintRules": 37,
+    "DRAConsumableCapacity": 36,
+    "DRAPartitionableDevices": 36,
+    "DRADeviceBindingConditions": 36,
+}
+
+
 class TargetVersionError(ValueError):
     pass
 
@@ -60,6 +74,11 @@ class Target:
     def schema_version(self) -> str:
         """The kubernetes-validate schema release for this target."""
         return f"{self.major}.{self.minor}.0"
+
+    def feature_enabled(self, gate: str) -> bool:
+        """Whether feature gate `gate` is on by default in this release."""
+        first_on = _GATES_ON_FROM.get(gate)
+        return first_on is not None and self.at_least(first_on)
 
     def serves_device_taint_rule(self, version: str) -> bool:
         # v1alpha3 from 1.33; v1beta2 from 1.36; v1 only after 1.36 (dra-api.md 1.1).
