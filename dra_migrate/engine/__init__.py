@@ -8,8 +8,18 @@ AdmissionReview envelope and template creation). Nothing here does I/O. The name
 the engine's whole public surface: nothing outside the engine imports its submodules.
 """
 
-from dra_migrate.engine.config import Config, ConfigError, default_config, leave_unconverted, parse_config
+from dra_migrate.engine.config import (
+    Config,
+    ConfigError,
+    default_config,
+    leave_unconverted,
+    parse_config,
+    with_emitted_classes,
+    with_served_classes,
+    with_strategy,
+)
 from dra_migrate.engine.convert import convert
+from dra_migrate.engine.deviceclasses import build_device_class, device_class_name
 from dra_migrate.engine.findings import Finding, PathParts, Severity, json_path
 from dra_migrate.engine.mapping import (
     DeviceMapping,
@@ -20,6 +30,7 @@ from dra_migrate.engine.mapping import (
 )
 from dra_migrate.engine.podspec import resource_entries
 from dra_migrate.engine.result import ConversionResult
+from dra_migrate.engine.strategy import ServingClass, Strategy, serving_classes
 from dra_migrate.engine.templates import build_template, spec_matches, template_name
 from dra_migrate.engine.versions import RESOURCE_GROUP, Target, TargetVersionError
 
@@ -33,18 +44,26 @@ __all__ = [
     "Finding",
     "OpaqueConfig",
     "PathParts",
+    "ServingClass",
     "Severity",
+    "Strategy",
     "Target",
     "TargetVersionError",
     "Unconvertible",
+    "build_device_class",
     "build_template",
     "convert",
     "default_config",
+    "device_class_name",
     "is_extended_resource",
     "json_path",
     "leave_unconverted",
     "parse_config",
     "resource_entries",
+    "serving_classes",
     "spec_matches",
     "template_name",
+    "with_emitted_classes",
+    "with_served_classes",
+    "with_strategy",
 ]

@@ -15,6 +15,7 @@ from typing import Any, Literal
 import jsonschema
 
 from dra_migrate.engine.mapping import BUILTIN_MAPPINGS, DeviceMapping, MappingTable, OpaqueConfig
+from dra_migrate.engine.strategy import ServingClass, Strategy
 from dra_migrate.engine.versions import DEFAULT_TARGET, Target, TargetVersionError
 from dra_migrate.engine.workloads import BUILTIN_WORKLOADS, WorkloadKind, WorkloadTable, parse_path
 
@@ -43,6 +44,7 @@ _MAPPING_SCHEMA: dict[str, Any] = {
             },
         },
         "requestName": {"type": "string", "pattern": _DNS_LABEL, "maxLength": 63},
+        "classSelectors": {"type": "array", "items": {"type": "string", "minLength": 1}, "maxItems": 32},
         "unconvertible": {"type": "string", "minLength": 1},
         "keepsUnconverted": {"type": "array", "items": {"type": "string"}},
     },
@@ -62,6 +64,20 @@ CONFIG_SCHEMA: dict[str, Any] = {
             "properties": {
                 "mode": {"enum": ["nodeSelector", "nodeAffinity"]},
                 "scope": {"enum": ["claims", "all"]},
+            },
+        },
+        "strategy": {"enum": [s.value for s in Strategy]},
+        "clusterDeviceClasses": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["name", "extendedResourceName"],
+                "properties": {
+                    "name": {"type": "string", "pattern": _DNS_SUBDOMAIN, "maxLength": 253},
+                    "extendedResourceName": {"type": "string", "minLength": 1},
+                    "selectors": {"type": "array", "items": {"type": "string", "minLength": 1}},
+                },
             },
         },
         "workloads": {
@@ -97,6 +113,12 @@ class Config:
     mappings: MappingTable = field(default_factory=lambda: MappingTable(builtin_mappings()))
     node_name: NodeNamePolicy = field(default_factory=NodeNamePolicy)
     workloads: WorkloadTable = field(default_factory=lambda: WorkloadTable(BUILTIN_WORKLOADS))
+    strategy: Strategy = Strategy.AUTO
+    # extendedResourceName -> the DeviceClass the target cluster serves it with (KEP-5004), as far
+    # as the caller knows: the config file, DeviceClasses among the inputs, or the live cluster.
+    served: Mapping[str, ServingClass] = field(default_factory=dict)
+    # The caller writes a DeviceClass for every name the strategy keeps (translator --device-classes).
+    emits_device_classes: bool = False
 
 
 def _location(error: jsonschema.ValidationError) -> str:
@@ -117,7 +139,7 @@ def _mapping_from_dict(raw: Mapping[str, Any], where: str) -> DeviceMapping:
     if raw.get("unconvertible") is None and not raw.get("deviceClassName"):
         raise ConfigError(f"{where}: needs deviceClassName (or unconvertible: <reason>)")
     groups = set(compiled.groupindex) if compiled else set()
-    for text in (raw.get("deviceClassName", ""), *raw.get("selectors", ())):
+    for text in (raw.get("deviceClassName", ""), *raw.get("selectors", ()), *raw.get("classSelectors", ())):
         for name in re.findall(r"\$\{(\w+)\}", text):
             if name not in groups:
                 raise ConfigError(f"{where}: ${{{name}}} is not a named group of the pattern")
@@ -130,6 +152,7 @@ def _mapping_from_dict(raw: Mapping[str, Any], where: str) -> DeviceMapping:
         request_name=raw.get("requestName"),
         unconvertible=raw.get("unconvertible"),
         keeps_unconverted=tuple(raw.get("keepsUnconverted", ())),
+        class_selectors=tuple(raw.get("classSelectors", ())),
         compiled=compiled,
     )
 
@@ -175,12 +198,38 @@ def parse_config(
                 raise ConfigError(f"workloads[{i}].podSpecPaths[{j}]: {exc}") from exc
         workloads.append(WorkloadKind(raw.get("apiGroup", ""), raw["kind"], tuple(raw["podSpecPaths"])))
     node = data.get("nodeName", {})
+    served = {
+        raw["extendedResourceName"]: ServingClass(raw["name"], tuple(raw.get("selectors", ())))
+        for raw in data.get("clusterDeviceClasses", ())
+    }
     return Config(
         target=target,
         mappings=mappings,
         node_name=NodeNamePolicy(mode=node.get("mode", "nodeSelector"), scope=node.get("scope", "claims")),
         workloads=WorkloadTable((*BUILTIN_WORKLOADS, *workloads)),
+        strategy=Strategy(data.get("strategy", Strategy.AUTO)),
+        served=served,
     )
+
+
+def with_served_classes(config: Config, served: Mapping[str, ServingClass]) -> Config:
+    """`config` knowing more DeviceClasses that map extended resource names (they win over the file's)."""
+    if not served:
+        return config
+    return dataclasses.replace(config, served={**config.served, **served})
+
+
+def with_emitted_classes(config: Config) -> Config:
+    """`config` for a caller that writes a DeviceClass for every name the strategy keeps, so every
+    mapped name counts as served (see deviceclasses.build_device_class)."""
+    return dataclasses.replace(config, emits_device_classes=True)
+
+
+def with_strategy(config: Config, strategy: str) -> Config:
+    try:
+        return dataclasses.replace(config, strategy=Strategy(strategy))
+    except ValueError as exc:
+        raise ConfigError(f"strategy: {strategy!r} is not one of {', '.join(s.value for s in Strategy)}") from exc
 
 
 def leave_unconverted(config: Config, reasons: Mapping[str, str]) -> Config:

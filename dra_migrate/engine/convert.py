@@ -6,15 +6,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from dra_migrate.engine.config import Config
+from dra_migrate.engine.deviceclasses import serving_class
 from dra_migrate.engine.dra.convert import convert_dra_object, write_hub
 from dra_migrate.engine.findings import Finding, Findings, json_path
 from dra_migrate.engine.invalid import check_pod_spec
 from dra_migrate.engine.legacy_pod import flatten_claim_sources
-from dra_migrate.engine.mapping import is_extended_resource
+from dra_migrate.engine.mapping import DeviceRequestSpec, is_extended_resource
 from dra_migrate.engine.nodename import convert_node_name
 from dra_migrate.engine.plain import plain_copy
 from dra_migrate.engine.podspec import convert_pod_spec
 from dra_migrate.engine.result import ConversionResult
+from dra_migrate.engine.strategy import Path, decide
 from dra_migrate.engine.versions import RESOURCE_GROUP
 from dra_migrate.engine.workloads import api_group
 
@@ -35,7 +37,7 @@ def convert(obj: Mapping[str, Any], config: Config) -> ConversionResult:
     if workload is None:
         return ConversionResult(obj, False)
     if workload.unsupported:
-        return ConversionResult(obj, False, [], _report_unsupported(obj, workload.unsupported, config))
+        return _report_unsupported(obj, workload.unsupported, config)
     return _convert_workload(obj, config)
 
 
@@ -73,6 +75,7 @@ def _convert_workload(obj: dict[str, Any], config: Config) -> ConversionResult:
     out = plain_copy(obj)
     findings = Findings()
     templates: dict[str, dict[str, Any]] = {}
+    extended: dict[str, DeviceRequestSpec] = {}
     changed = False
     namespace = _namespace(obj)
     for path, pod_spec in config.workloads.pod_specs(out):
@@ -80,6 +83,7 @@ def _convert_workload(obj: dict[str, Any], config: Config) -> ConversionResult:
         changed |= flatten_claim_sources(pod_spec, path, findings)
         converted = convert_pod_spec(pod_spec, path, namespace, config, findings, container_fields)
         templates.update(converted.templates)
+        extended.update(converted.extended)
         changed |= converted.changed
         changed |= convert_node_name(pod_spec, path, config.node_name, findings)
         if converted.changed and not config.target.at_least(_GATE_OFF_BEFORE_GA):
@@ -90,16 +94,17 @@ def _convert_workload(obj: dict[str, Any], config: Config) -> ConversionResult:
                 "silently drops spec.resourceClaims and resources.claims",
             )
     if not changed:
-        return ConversionResult(obj, False, [], findings.items)
+        return ConversionResult(obj, False, [], findings.items, list(extended.values()))
     # Templates are built in the hub form (v1); write them in the version the target serves.
     written = [write_hub(t, "ResourceClaimTemplate", config.target) for t in templates.values()]
-    return ConversionResult(out, True, written, findings.items)
+    return ConversionResult(out, True, written, findings.items, list(extended.values()))
 
 
 def _convert_list(obj: dict[str, Any], config: Config) -> ConversionResult:
     items: list[Any] = []
     templates: dict[tuple[str | None, str], dict[str, Any]] = {}
     findings: list[Finding] = []
+    extended: dict[str, DeviceRequestSpec] = {}
     changed = False
     for index, item in enumerate(obj["items"]):
         result = convert(item, config)
@@ -109,30 +114,41 @@ def _convert_list(obj: dict[str, Any], config: Config) -> ConversionResult:
         )
         for template in result.templates:
             templates.setdefault((_namespace(template), template["metadata"]["name"]), template)
+        extended.update((spec.resource, spec) for spec in result.extended)
         changed |= result.changed
         if result.object is not None:
             items.append(result.object)
     if not changed:
-        return ConversionResult(obj, False, [], findings)
-    return ConversionResult({**obj, "items": items}, True, list(templates.values()), findings)
+        return ConversionResult(obj, False, [], findings, list(extended.values()))
+    return ConversionResult({**obj, "items": items}, True, list(templates.values()), findings, list(extended.values()))
 
 
-def _report_unsupported(obj: dict[str, Any], reason: str, config: Config) -> list[Finding]:
-    """Kinds we cannot rewrite (no pod spec to hold claims): say where device requests are."""
+def _report_unsupported(obj: dict[str, Any], reason: str, config: Config) -> ConversionResult:
+    """Kinds we cannot rewrite (no pod spec to hold claims): say where device requests are, and
+    which of them KEP-5004 serves with no change at all."""
     findings = Findings()
+    extended: dict[str, DeviceRequestSpec] = {}
     for path, resources in _find_resource_maps(obj):
         for section in ("limits", "requests"):
             values = resources.get(section)
             if not isinstance(values, dict):
                 continue
             for name in values:
-                if is_extended_resource(str(name)) and config.mappings.resolve(str(name)) is not None:
-                    findings.warning(
-                        "unsupported-kind",
-                        json_path(*path, section, str(name)),
-                        f"{obj.get('kind')}: {name} not converted: {reason}",
+                spec = config.mappings.resolve(str(name)) if is_extended_resource(str(name)) else None
+                if spec is None:
+                    continue
+                where = json_path(*path, section, str(name))
+                if isinstance(spec, DeviceRequestSpec):
+                    serving = config.served.get(spec.resource) or (
+                        serving_class(spec) if config.emits_device_classes else None
                     )
-    return findings.items
+                    route = decide(spec.resource, spec, False, config.strategy, config.target, serving)
+                    if route.path is Path.EXTENDED_RESOURCE and route.warning is None:
+                        findings.info("migration-path", where, f"{name} -> {route.path}: {route.reason}")
+                        extended[spec.resource] = spec
+                        continue
+                findings.warning("unsupported-kind", where, f"{obj.get('kind')}: {name} not converted: {reason}")
+    return ConversionResult(obj, False, [], findings.items, list(extended.values()))
 
 
 def _find_resource_maps(

@@ -39,6 +39,9 @@ class DeviceMapping:
     request_name: str | None = None
     unconvertible: str | None = None
     keeps_unconverted: tuple[str, ...] = ()
+    # CEL a DeviceClass needs to pick this mapping's devices (what the driver's own class selects);
+    # used for the DeviceClasses emitted for KEP-5004. Default: device.driver == "<deviceClassName>".
+    class_selectors: tuple[str, ...] = ()
     compiled: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
 
     @property
@@ -62,6 +65,7 @@ class DeviceRequestSpec:
     selectors: tuple[str, ...]
     config: tuple[OpaqueConfig, ...]
     request_name: str
+    class_selectors: tuple[str, ...] = ()
 
     def identity(self) -> str:
         """Canonical text of everything that makes two requests interchangeable."""
@@ -131,6 +135,7 @@ class MappingTable:
             selectors=tuple(_sub(s, captures) for s in entry.selectors),
             config=entry.config,
             request_name=entry.request_name or request_name_for(resource),
+            class_selectors=tuple(_sub(s, captures) for s in entry.class_selectors),
         )
 
     def exact_names(self) -> list[str]:
@@ -155,14 +160,23 @@ _HAMI_SHARE = (
     "the container's nvidia.com/gpu stays with it"
 )
 
+# The NVIDIA driver publishes full GPUs and MIG devices under one driver name (docs/field-notes.md).
+_NVIDIA_TYPE = 'device.driver == "gpu.nvidia.com" && device.attributes["gpu.nvidia.com"].type == "{type}"'
+
 # Built-in table (field-notes.md, "Device-plugin names and their DRA counterparts").
 BUILTIN_MAPPINGS: tuple[dict[str, Any], ...] = (
-    {"resource": "nvidia.com/gpu", "deviceClassName": "gpu.nvidia.com", "requestName": "gpu"},
+    {
+        "resource": "nvidia.com/gpu",
+        "deviceClassName": "gpu.nvidia.com",
+        "requestName": "gpu",
+        "classSelectors": [_NVIDIA_TYPE.format(type="gpu")],
+    },
     {
         "pattern": r"nvidia\.com/mig-(?P<profile>[0-9]+g\.[0-9]+gb(?:\+me)?)",
         "deviceClassName": "mig.nvidia.com",
         "selectors": ['device.attributes["gpu.nvidia.com"].profile == "${profile}"'],
         "requestName": "mig",
+        "classSelectors": [_NVIDIA_TYPE.format(type="mig")],
     },
     {
         "resource": "nvidia.com/gpu.shared",

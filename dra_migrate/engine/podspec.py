@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dra_migrate.engine.config import Config
+from dra_migrate.engine.deviceclasses import serving_class
 from dra_migrate.engine.findings import Findings, PathParts, json_path
 from dra_migrate.engine.mapping import (
     IMPLICIT_DEVICE_CLASS_PREFIX,
@@ -37,6 +38,7 @@ from dra_migrate.engine.mapping import (
 )
 from dra_migrate.engine.names import unique_label
 from dra_migrate.engine.quantity import QuantityError, device_count
+from dra_migrate.engine.strategy import Path, Route, decide
 from dra_migrate.engine.templates import build_template
 
 MAX_DEVICES_PER_CLAIM = 32  # allocator limit per claim (dra-api.md section 4, "Size limits")
@@ -79,6 +81,8 @@ class PodConversion:
 
     templates: dict[str, dict[str, Any]] = field(default_factory=dict)
     changed: bool = False
+    # Names left to KEP-5004 by the migration strategy, with their mapping.
+    extended: dict[str, DeviceRequestSpec] = field(default_factory=dict)
 
 
 def _containers(pod_spec: dict[str, Any], container_fields: tuple[str, ...]) -> list[ContainerRef]:
@@ -127,10 +131,33 @@ class PodNeeds:
     convert: list[DeviceNeed] = field(default_factory=list)
     # DeviceClass -> "container: resource" that stays on the device plugin (companion or bad count).
     kept: dict[str, list[str]] = field(default_factory=dict)
+    # Resource name -> the path the migration strategy chose for it in this pod spec.
+    routes: dict[str, Route] = field(default_factory=dict)
+    # Names left to KEP-5004, with their mapping (the DeviceClasses a caller may have to write).
+    extended: dict[str, DeviceRequestSpec] = field(default_factory=dict)
 
 
-def _collect_needs(refs: list[ContainerRef], config: Config, base: PathParts, findings: Findings) -> PodNeeds:
+def _route(
+    name: str, spec: DeviceRequestSpec, pinned: bool, config: Config, path: str, needs: PodNeeds, findings: Findings
+) -> Route:
+    """The strategy's path for `name`, decided and reported once per pod spec."""
+    route = needs.routes.get(name)
+    if route is None:
+        serving = config.served.get(name) or (serving_class(spec) if config.emits_device_classes else None)
+        route = needs.routes[name] = decide(name, spec, pinned, config.strategy, config.target, serving)
+        findings.info("migration-path", path, f"{name} -> {route.path}: {route.reason}")
+        if route.warning:
+            findings.warning(
+                "extended-resource-unserved", path, f"{name} kept as an extended resource, but {route.warning}"
+            )
+    return route
+
+
+def _collect_needs(
+    refs: list[ContainerRef], pod_spec: dict[str, Any], config: Config, base: PathParts, findings: Findings
+) -> PodNeeds:
     needs = PodNeeds()
+    pinned = bool(pod_spec.get("nodeName"))
     for ref in refs:
         limits, requests = _resource_maps(ref.container)
         where = (*base, *ref.where, "resources")
@@ -176,8 +203,10 @@ def _collect_needs(refs: list[ContainerRef], config: Config, base: PathParts, fi
             count = _count(ref, name, limits, requests, where, findings)
             if count is None:
                 needs.kept.setdefault(mapping.device_class_name, []).append(f"{ref.name}: {name}")
-            elif count:
+            elif count and _route(name, mapping, pinned, config, path, needs, findings).path is Path.CLAIM:
                 needs.convert.append(DeviceNeed(ref, name, count, mapping))
+            elif count:
+                needs.extended[name] = mapping
     return needs
 
 
@@ -300,7 +329,9 @@ def convert_pod_spec(
     """Convert `pod_spec` in place (the caller owns a copy) and return the templates it now references."""
     out = PodConversion()
     refs = _containers(pod_spec, container_fields)
-    needs = _keep_pod_on_device_plugin(_collect_needs(refs, config, base, findings), base, findings)
+    collected = _collect_needs(refs, pod_spec, config, base, findings)
+    out.extended = collected.extended
+    needs = _keep_pod_on_device_plugin(collected, base, findings)
     if not needs:
         return out
     existing = pod_spec.get("resourceClaims")

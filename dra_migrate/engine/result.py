@@ -6,12 +6,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dra_migrate.engine.findings import Finding, Severity
+from dra_migrate.engine.mapping import DeviceRequestSpec
 
 
 @dataclass(slots=True)
 class ConversionResult:
     """`object` is the converted object (the input itself when nothing changed; None when dropped).
 
+    `extended` lists the mapped names left as extended resources for the scheduler (KEP-5004).
     `templates` are the ResourceClaimTemplates the object needs, in the target's API version, in the
     object's namespace (none set for a namespace-less object). `findings` covers every change made
     (severity info) and every problem found (warning, error); an error means that part was left as is.
@@ -21,6 +23,9 @@ class ConversionResult:
     changed: bool
     templates: list[dict[str, Any]] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+    # Device-plugin names the migration strategy left to KEP-5004, with their mapping (the
+    # DeviceClasses that must map them: build_device_class).
+    extended: list[DeviceRequestSpec] = field(default_factory=list)
 
     @property
     def dropped(self) -> bool:

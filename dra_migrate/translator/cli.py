@@ -11,6 +11,18 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE", help="mapping and policy file (default: built-in mapping)")
     parser.add_argument("--target-version", metavar="X.Y", help="Kubernetes release to write for (default 1.34)")
     parser.add_argument(
+        "--strategy",
+        choices=("auto", "claims", "extendedResource"),
+        help="rewrite device-plugin requests into claims, leave them to DeviceClasses that map the name "
+        "(KEP-5004), or auto: by the target's DRAExtendedResource default and the known classes (default: auto)",
+    )
+    parser.add_argument(
+        "--device-classes",
+        metavar="FILE",
+        help="write a DeviceClass with spec.extendedResourceName for every name left to KEP-5004 to FILE "
+        "(diff shows it); those names then count as served",
+    )
+    parser.add_argument(
         "--include",
         action="append",
         default=[],

@@ -13,10 +13,20 @@ from typing import Any, TextIO
 import yaml
 
 from dra_migrate.configfile import load_config
-from dra_migrate.engine import ConfigError, TargetVersionError
+from dra_migrate.engine import (
+    ConfigError,
+    DeviceRequestSpec,
+    TargetVersionError,
+    build_device_class,
+    convert,
+    serving_classes,
+    with_emitted_classes,
+    with_served_classes,
+    with_strategy,
+)
 from dra_migrate.exits import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, fail
 from dra_migrate.translator.output import StdoutWriter, write_atomic
-from dra_migrate.translator.pipeline import FileResult, RunOptions, process
+from dra_migrate.translator.pipeline import FileResult, RunOptions, dump_documents, process
 from dra_migrate.translator.registry import TemplateRegistry
 from dra_migrate.translator.report import JsonReport, Progress, RunSummary, file_entries, print_summary
 from dra_migrate.translator.sources import Source, discover, has_stdin
@@ -63,18 +73,37 @@ class Run:
 
     def __init__(self, args: argparse.Namespace, templates_inline: bool) -> None:
         config = load_config(args.config, args.target_version)
-        self.options = RunOptions(config=config, templates_inline=templates_inline, validate=args.validate)
+        if args.strategy:
+            config = with_strategy(config, args.strategy)
         # Sources are walked lazily (twice: templates first), so memory does not grow with the tree.
         self._paths, self._include, self._exclude = args.paths, args.include, args.exclude
         self.stdin_text = sys.stdin.read() if has_stdin(args.paths) else None
         self.registry = TemplateRegistry()
         _note_existing_templates(self.sources(), self.stdin_text, self.registry)
+        # DeviceClasses among the inputs map names for the migration strategy (KEP-5004).
+        input_classes = serving_classes(self.registry.device_classes)
+        config = with_served_classes(config, {name: classes[0] for name, classes in input_classes.items()})
+        if args.device_classes:
+            config = with_emitted_classes(config)
+        self.options = RunOptions(
+            config=config, input_classes=input_classes, templates_inline=templates_inline, validate=args.validate
+        )
+        self.extended: dict[str, DeviceRequestSpec] = {}
         self.summary = RunSummary()
         self.report_kind = args.report or ("text" if sys.stderr.isatty() else "none")
         self.report_file: str | None = args.report_file
         self.json_report = JsonReport(str(config.target))
         self.problems: list[dict[str, Any]] = []
         self.any_errors = False
+
+    def device_classes_text(self) -> str:
+        """The DeviceClasses for every name left to KEP-5004 in this run, in the target's version."""
+        documents = []
+        for resource in sorted(self.extended):
+            written = convert(build_device_class(self.extended[resource]), self.options.config)
+            if written.object is not None:
+                documents.append(written.object)
+        return dump_documents(documents)
 
     def sources(self) -> Iterator[Source]:
         return discover(self._paths, self._include, self._exclude)
@@ -83,6 +112,7 @@ class Run:
         progress = Progress(sum(1 for _ in self.sources()) if sys.stderr.isatty() else 0)
         for source in self.sources():
             result = self._process(source)
+            self.extended.update(result.extended)
             self.summary.add(result, len(result.templates) + result.templates_inline)
             self.any_errors |= result.has_errors
             if self.report_kind == "json":
@@ -149,8 +179,9 @@ def run_convert(args: argparse.Namespace) -> int:
         else:
             stdout.write(result.text)
     if args.templates_file:
-        body = "".join(f"---\n{yaml.dump(t, Dumper=yaml.CSafeDumper, sort_keys=False)}" for t in templates)
-        write_atomic(Path(args.templates_file), body)
+        write_atomic(Path(args.templates_file), dump_documents(templates))
+    if args.device_classes:
+        write_atomic(Path(args.device_classes), run.device_classes_text())
     run.finish()
     return EXIT_ERROR if run.any_errors else EXIT_OK
 
@@ -162,17 +193,24 @@ def run_diff(args: argparse.Namespace) -> int:
         return fail("diff", str(exc))
     changes = False
     for result in run.results():
-        if not result.changed:
-            continue
-        changes = True
-        name = result.source.display
-        sys.stdout.writelines(
-            difflib.unified_diff(_diff_lines(result.original), _diff_lines(result.text), f"a/{name}", f"b/{name}")
-        )
+        if result.changed:
+            changes = True
+            _write_diff(result.source.display, result.original, result.text)
+    if args.device_classes:
+        path = Path(args.device_classes)
+        before = path.read_text(encoding="utf-8") if path.is_file() else ""
+        after = run.device_classes_text()
+        if after != before:
+            changes = True
+            _write_diff(args.device_classes, before, after)
     run.finish()
     if run.any_errors:
         return EXIT_ERROR
     return EXIT_CHANGES if changes else EXIT_OK
+
+
+def _write_diff(name: str, before: str, after: str) -> None:
+    sys.stdout.writelines(difflib.unified_diff(_diff_lines(before), _diff_lines(after), f"a/{name}", f"b/{name}"))
 
 
 def _diff_lines(text: str) -> list[str]:

@@ -7,13 +7,21 @@ surgically (dra_migrate.translator.yamltext) so comments and layout around the c
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
-from dra_migrate.engine import Config, Finding, Severity, convert, json_path, resource_entries
+from dra_migrate.engine import (
+    Config,
+    DeviceRequestSpec,
+    Finding,
+    ServingClass,
+    Severity,
+    convert,
+    device_class_name,
+)
 from dra_migrate.translator.registry import TemplateRegistry
 from dra_migrate.translator.schema import validate_object
 from dra_migrate.translator.sources import Source
@@ -44,6 +52,7 @@ class FileResult:
     text: str
     documents: list[DocumentReport] = field(default_factory=list)
     templates: list[dict[str, Any]] = field(default_factory=list)  # for --templates-file
+    extended: dict[str, DeviceRequestSpec] = field(default_factory=dict)  # names left to KEP-5004
     templates_inline: int = 0  # how many were written next to their workloads
     error: str | None = None
     skipped: str | None = None
@@ -60,6 +69,8 @@ class FileResult:
 @dataclass(frozen=True, slots=True)
 class RunOptions:
     config: Config
+    # extendedResourceName -> every DeviceClass of the inputs that maps it, the scheduler's pick first.
+    input_classes: dict[str, list[ServingClass]] = field(default_factory=dict)
     templates_inline: bool = True  # False: templates go to --templates-file
     validate: bool = False
 
@@ -98,6 +109,7 @@ class _Converted:
     obj: Any
     changed: bool
     new_templates: list[dict[str, Any]]
+    extended: list[DeviceRequestSpec] = field(default_factory=list)
 
 
 def _convert_document(obj: Any, report: DocumentReport, registry: TemplateRegistry, options: RunOptions) -> _Converted:
@@ -107,8 +119,8 @@ def _convert_document(obj: Any, report: DocumentReport, registry: TemplateRegist
         return _Converted(obj, False, [])
     result = convert(obj, options.config)
     report.findings.extend(result.findings)
-    if result.changed and registry.served_names:
-        report.findings.extend(_served_by_device_class(obj, registry.served_names, options))
+    if obj.get("kind") == "DeviceClass":
+        report.findings.extend(_competing_classes(obj, options))
     new_templates = [t for t in result.templates if registry.claim(t)]
     if result.object is None:
         report.status = "dropped"
@@ -116,41 +128,44 @@ def _convert_document(obj: Any, report: DocumentReport, registry: TemplateRegist
         report.status = "changed"
     if options.validate and result.object is not None:
         _validate(report, [result.object, *new_templates], options)
-    return _Converted(result.object, result.changed, new_templates)
+    return _Converted(result.object, result.changed, new_templates, result.extended)
 
 
-def _requested_names(obj: dict[str, Any], options: RunOptions) -> Iterator[tuple[str, str]]:
-    """(JSON path, resource name) of every container request and limit in the object's pod specs."""
-    workloads = options.config.workloads
-    for path, pod_spec in workloads.pod_specs(obj):
-        for where, section, name in resource_entries(pod_spec, workloads.container_fields(obj)):
-            yield json_path(*path, *where, "resources", section, name), name
-
-
-def _served_by_device_class(obj: dict[str, Any], served: dict[str, str], options: RunOptions) -> list[Finding]:
-    """Converted names that a DeviceClass in the same inputs already serves (KEP-5004): say so."""
+def _competing_classes(device_class: dict[str, Any], options: RunOptions) -> list[Finding]:
+    """A name mapped by more than one class: the scheduler uses one of them (docs/dra-api.md section 5)."""
+    spec = device_class.get("spec")
+    resource = spec.get("extendedResourceName") if isinstance(spec, dict) else None
+    if not isinstance(resource, str) or not resource:
+        return []
+    rivals = [c.name for c in options.input_classes.get(resource, ())]
+    if options.config.emits_device_classes and options.config.mappings.resolve(resource) is not None:
+        rivals.append(f"{device_class_name(resource)} (--device-classes)")
+    if len(rivals) < 2:
+        return []
     return [
         Finding(
             Severity.WARNING,
-            "extended-resource-class",
-            path,
-            f"{name} is also served by DeviceClass {served[name]!r} in these inputs through "
-            "spec.extendedResourceName (KEP-5004), which needs no pod change; converted anyway",
+            "extended-resource-class-conflict",
+            "spec.extendedResourceName",
+            f"{resource} is mapped by {len(rivals)} DeviceClasses ({', '.join(rivals)}); the scheduler uses only "
+            f"{rivals[0]!r} (newest, then first by name): keep one",
         )
-        for path, name in _requested_names(obj, options)
-        if name in served and options.config.mappings.resolve(name) is not None
     ]
 
 
-def _dump_yaml(obj: Any) -> str:
-    return str(yaml.dump(obj, Dumper=yaml.CSafeDumper, sort_keys=False, default_flow_style=False, width=1 << 16))
+def dump_documents(objs: Iterable[Any]) -> str:
+    """New documents (templates, DeviceClasses) as a YAML stream, each after `---`, lines never folded."""
+    return "".join(
+        f"---\n{yaml.dump(obj, Dumper=yaml.CSafeDumper, sort_keys=False, default_flow_style=False, width=1 << 16)}"
+        for obj in objs
+    )
 
 
 def _template_documents(templates: list[dict[str, Any]], text: str) -> str:
     if not templates:
         return ""
     lead = "" if text.endswith("\n") or not text else "\n"
-    return lead + "".join(f"---\n{_dump_yaml(t)}" for t in templates)
+    return lead + dump_documents(templates)
 
 
 def process_yaml(source: Source, text: str, registry: TemplateRegistry, options: RunOptions) -> FileResult:
@@ -168,6 +183,7 @@ def process_yaml(source: Source, text: str, registry: TemplateRegistry, options:
         report = DocumentReport(index)
         result.documents.append(report)
         converted = _convert_document(document.obj, report, registry, options)
+        result.extended.update((spec.resource, spec) for spec in converted.extended)
         if report.status == "dropped":
             header = "---\n" if document.text.startswith("---") else ""
             out.append(f"{header}# dra-migrate: {report.kind} {report.name or ''} dropped (see the report)\n")
@@ -203,6 +219,7 @@ def process_json(source: Source, text: str, registry: TemplateRegistry, options:
     report = DocumentReport(0)
     result.documents.append(report)
     converted = _convert_document(obj, report, registry, options)
+    result.extended.update((spec.resource, spec) for spec in converted.extended)
     if report.status == "skipped":
         result.skipped = "not a Kubernetes object (no apiVersion/kind)"
         return result

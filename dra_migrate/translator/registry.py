@@ -13,17 +13,16 @@ def template_key(template: dict[str, Any]) -> TemplateKey:
 
 
 class TemplateRegistry:
-    """Also remembers DeviceClasses in the inputs that serve a resource name themselves (KEP-5004)."""
+    """Also remembers DeviceClasses in the inputs that map a resource name themselves (KEP-5004)."""
 
     def __init__(self) -> None:
         self._known: set[TemplateKey] = set()
-        self.served_names: dict[str, str] = {}  # extendedResourceName -> DeviceClass name
+        self.device_classes: list[dict[str, Any]] = []
 
     def note_device_class(self, device_class: dict[str, Any]) -> None:
         spec = device_class.get("spec")
-        resource = spec.get("extendedResourceName") if isinstance(spec, dict) else None
-        if isinstance(resource, str) and resource:
-            self.served_names[resource] = str((device_class.get("metadata") or {}).get("name", ""))
+        if isinstance(spec, dict) and spec.get("extendedResourceName"):
+            self.device_classes.append(device_class)
 
     def note_existing(self, template: dict[str, Any]) -> None:
         """A template already in the inputs (for example from an earlier run) is not written again."""

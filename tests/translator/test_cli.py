@@ -236,9 +236,14 @@ def test_device_class_with_extended_resource_name_in_inputs_is_reported(run_cli:
     source = corpus / "legacy" / "NVIDIA__k8s-dra-driver-gpu__demo__specs__extended-resources__mig-1g-12gb.yaml"
     result = run_cli("convert", "--report", "json", str(source))
     rows = json.loads(result.stderr)["findings"]
-    served = [r for r in rows if r["rule"] == "extended-resource-class"]
+    served = [r for r in rows if r["rule"] == "migration-path"]
     assert len(served) == 1 and "mig-1g-12gb.gpu.nvidia.com" in served[0]["message"]
+    assert "off by default in Kubernetes 1.34" in served[0]["message"]
     assert served[0]["path"] == 'spec.containers[0].resources.limits["nvidia.com/mig-1g.12gb"]'
+    on_137 = json.loads(run_cli("convert", "--report", "json", "--target-version", "1.37", str(source)).stderr)
+    kept = [r for r in on_137["findings"] if r["rule"] == "migration-path"]
+    assert len(kept) == 1 and "nvidia.com/mig-1g.12gb -> extended-resource" in kept[0]["message"]
+    assert on_137["summary"]["documentsChanged"] == 0
 
 
 def test_directory_walk_is_sorted_and_skips_dot_directories(run_cli: Runner, tmp_path: Path) -> None:
@@ -272,5 +277,5 @@ spec:
           nvidia.com/gpu: 1
 """
     rows = json.loads(run_cli("convert", "--report", "json", "-", stdin=stream).stderr)["findings"]
-    served = [r for r in rows if r["rule"] == "extended-resource-class"]
+    served = [r for r in rows if r["rule"] == "migration-path" and "gpu.nvidia.com" in r["message"]]
     assert [r["path"] for r in served] == ['spec.predictor.pytorch.resources.limits["nvidia.com/gpu"]']
