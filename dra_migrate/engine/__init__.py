@@ -20,7 +20,7 @@ from dra_migrate.engine.config import (
 )
 from dra_migrate.engine.convert import convert
 from dra_migrate.engine.deviceclasses import build_device_class, device_class_name
-from dra_migrate.engine.findings import Finding, PathParts, Severity, json_path
+from dra_migrate.engine.findings import Finding, PathParts, json_path
 from dra_migrate.engine.mapping import (
     DeviceMapping,
     DeviceRequestSpec,
@@ -30,12 +30,15 @@ from dra_migrate.engine.mapping import (
 )
 from dra_migrate.engine.podspec import resource_entries
 from dra_migrate.engine.result import ConversionResult
+from dra_migrate.engine.rules import RULES, Rule, rules_table
+from dra_migrate.engine.severity import Severity
 from dra_migrate.engine.strategy import ServingClass, Strategy, serving_classes
 from dra_migrate.engine.templates import build_template, spec_matches, template_name
 from dra_migrate.engine.versions import RESOURCE_GROUP, Target, TargetVersionError
 
 __all__ = [
     "RESOURCE_GROUP",
+    "RULES",
     "Config",
     "ConfigError",
     "ConversionResult",
@@ -44,6 +47,7 @@ __all__ = [
     "Finding",
     "OpaqueConfig",
     "PathParts",
+    "Rule",
     "ServingClass",
     "Severity",
     "Strategy",
@@ -60,6 +64,7 @@ __all__ = [
     "leave_unconverted",
     "parse_config",
     "resource_entries",
+    "rules_table",
     "serving_classes",
     "spec_matches",
     "template_name",

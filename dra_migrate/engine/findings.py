@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-import enum
 import re
 from dataclasses import dataclass
+
+from dra_migrate.engine.rules import check_rule
+from dra_migrate.engine.severity import Severity
 
 PathParts = tuple[str | int, ...]  # a JSON path as keys and list indexes
 
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
-
-
-class Severity(enum.StrEnum):
-    """`info` records a change that was made; `warning` needs a human look; `error` blocked a change."""
-
-    INFO = "info"
-    WARNING = "warning"
-    ERROR = "error"
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +19,9 @@ class Finding:
     rule: str
     path: str
     message: str
+
+    def __post_init__(self) -> None:
+        check_rule(self.rule, self.severity)
 
     def as_dict(self) -> dict[str, str]:
         return {"severity": str(self.severity), "rule": self.rule, "path": self.path, "message": self.message}

@@ -23,7 +23,7 @@ def flatten_claim_sources(pod_spec: dict[str, Any], base: PathParts, findings: F
         clash = [k for k in _SOURCE_FIELDS if claim.get(k)]
         if len(values) != 1 or clash:
             findings.error(
-                "legacy-claim-source",
+                "legacy-claim-source-invalid",
                 path,
                 "source must set exactly one of resourceClaimName or resourceClaimTemplateName and the entry "
                 "must not also set the 1.31+ fields; left as is",

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from dra_migrate.engine.findings import Finding, Severity
+from dra_migrate.engine.findings import Finding
 from dra_migrate.engine.mapping import DeviceRequestSpec
+from dra_migrate.engine.severity import Severity
 
 
 @dataclass(slots=True)

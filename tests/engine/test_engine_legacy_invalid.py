@@ -43,7 +43,7 @@ def test_invalid_legacy_source_is_an_error_and_left(config: Config, claim: dict[
     original = pod({"resourceClaims": [copy.deepcopy(claim)], "containers": [claim_user("gpu")]})
     result = convert(original, config)
     assert not result.changed and result.object == original
-    assert error_keys(result) == {("legacy-claim-source", "spec.resourceClaims[0].source")}
+    assert error_keys(result) == {("legacy-claim-source-invalid", "spec.resourceClaims[0].source")}
 
 
 def test_legacy_source_and_device_plugin_in_one_pod(config: Config) -> None:

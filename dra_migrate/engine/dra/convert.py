@@ -32,7 +32,7 @@ def _read_claim(obj: dict[str, Any], kind: str, version: str, findings: Findings
     path = _claim_spec_path(kind)
     spec = _get(obj, path)
     if not isinstance(spec, dict):
-        findings.error("invalid-object", ".".join(path), "claim spec missing")
+        findings.error("claim-spec-missing", ".".join(path), "claim spec missing")
         return None
     reader: Callable[[dict[str, Any], tuple[str, ...], Findings], dict[str, Any] | None]
     reader = readers.claim_spec_from_v1alpha2 if version in _CLASSIC_VERSIONS else readers.claim_spec_from_flat

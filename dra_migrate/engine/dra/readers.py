@@ -36,7 +36,9 @@ def device_class_from_v1alpha2(obj: dict[str, Any], findings: Findings) -> dict[
         return None
     driver = obj.get("driverName")
     if not isinstance(driver, str) or not driver:
-        findings.error("invalid-object", "driverName", "ResourceClass without driverName cannot be converted")
+        findings.error(
+            "resource-class-without-driver", "driverName", "ResourceClass without driverName cannot be converted"
+        )
         return None
     findings.warning(
         "driver-name-to-selector",
@@ -79,7 +81,9 @@ def claim_spec_from_v1alpha2(spec: dict[str, Any], base: tuple[str, ...], findin
         return None
     class_name = spec.get("resourceClassName")
     if not isinstance(class_name, str) or not class_name:
-        findings.error("invalid-object", json_path(*base, "resourceClassName"), "resourceClassName is required")
+        findings.error(
+            "resource-class-name-missing", json_path(*base, "resourceClassName"), "resourceClassName is required"
+        )
         return None
     if spec.get("allocationMode") == "Immediate":
         findings.warning(
@@ -133,7 +137,7 @@ def slice_from_v1alpha2(obj: dict[str, Any], findings: Findings) -> dict[str, An
     """1.30 named-resources slice -> v1 devices (dra-api.md 2.4 mappings)."""
     named = (obj.get("namedResources") or {}).get("instances")
     if not isinstance(named, list):
-        findings.error("invalid-object", "namedResources", "only namedResources slices can be converted")
+        findings.error("slice-not-named-resources", "namedResources", "only namedResources slices can be converted")
         return None
     node = obj.get("nodeName") or ""
     devices = []

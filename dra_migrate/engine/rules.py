@@ -1,0 +1,99 @@
+"""Every finding rule, declared once: the `rule` column of `--report json` is a contract.
+
+Each rule has one severity and one meaning; `Finding` refuses an undeclared rule or a severity
+that differs from its declaration, so a rule id cannot drift or be reused for something else.
+The README's table of rules is generated from this one (`rules_table`) and checked by a test.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dra_migrate.engine.severity import Severity
+
+INFO, WARN, ERROR = Severity.INFO, Severity.WARNING, Severity.ERROR
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    id: str
+    severity: Severity
+    meaning: str
+
+
+RULES: tuple[Rule, ...] = (
+    # Device-plugin requests in pod specs
+    Rule("device-plugin-to-claim", INFO, "a device-plugin request became a claim"),
+    Rule("migration-path", INFO, "which path a resource took (claim or KEP-5004 extended resource) and why"),
+    Rule("extended-resource-unserved", WARN, "kept for KEP-5004, but the target or the known classes cannot serve it"),
+    Rule("extended-resource-dra", INFO, "a deviceclass.resource.kubernetes.io/ name is already served by DRA"),
+    Rule("unmapped-resource", WARN, "an extended resource with no mapping stays a device-plugin request"),
+    Rule("unconvertible-resource", WARN, "a mapped name with no device-count equivalent is kept"),
+    Rule("resource-kept-with-companion", WARN, "kept because the container also requests a qualifying share"),
+    Rule("pod-kept-on-device-plugin", WARN, "kept so that one pod does not use a DeviceClass both ways"),
+    Rule("invalid-device-count", ERROR, "a count that is not a whole, non-negative number of devices"),
+    Rule("requests-limits-differ", ERROR, "requests and limits of an extended resource differ"),
+    Rule("too-many-devices", ERROR, "more devices than one ResourceClaim may allocate"),
+    Rule("template-placeholder", WARN, "an unrendered template placeholder where a count belongs"),
+    Rule("init-container-sees-more", WARN, "an init container shares claims holding more devices than it asked for"),
+    Rule("dra-gate-off", WARN, "the target has DynamicResourceAllocation off by default"),
+    Rule("unsupported-kind", WARN, "device requests in a kind whose pods cannot be given claims"),
+    # Node selection and legacy pod fields
+    Rule("node-name-to-selector", INFO, "spec.nodeName became node selection so the scheduler allocates claims"),
+    Rule("node-name-conflict", ERROR, "nodeName conflicts with the pod's own node selection; kept"),
+    Rule("legacy-claim-source", INFO, "a pre-1.31 resourceClaims[].source was flattened"),
+    Rule("legacy-claim-source-invalid", ERROR, "a pre-1.31 resourceClaims[].source that names neither or both"),
+    # Invalid constructs seen in the wild
+    Rule("invalid-inline-claim-template", ERROR, "resourceClaimTemplates inlined in a pod spec"),
+    Rule("invalid-pod-claim-field", ERROR, "an unknown field in a pod's resourceClaims entry"),
+    Rule("invalid-claim-field-ref", ERROR, "resourceFieldRef to claims, which does not exist"),
+    Rule("unknown-container-claim", ERROR, "a container claim not declared in spec.resourceClaims"),
+    Rule("invalid-claim-allocation-mode", ERROR, "claim-level allocationMode, which structured DRA does not have"),
+    Rule("invalid-resource-class-name", ERROR, "resourceClassName in a structured-parameters claim"),
+    Rule("invalid-constraint-attributes", ERROR, "constraints[].attributes instead of matchAttribute"),
+    Rule("flat-request-in-v1", ERROR, "v1beta1 request fields outside exactly: in v1beta2/v1"),
+    Rule("exactly-or-first-available", ERROR, "a v1beta2/v1 request without exactly one of exactly and firstAvailable"),
+    Rule("exactly-before-v1beta2", ERROR, "an exactly: wrapper in v1alpha3/v1beta1"),
+    Rule("exactly-and-first-available", ERROR, "a v1beta1 request with device fields and firstAvailable both set"),
+    # resource.k8s.io objects between versions
+    Rule("api-version", INFO, "an object moved to the version the target serves"),
+    Rule("class-to-device-request", INFO, "a v1alpha2 resourceClassName became a device request"),
+    Rule("driver-name-to-selector", WARN, "a ResourceClass driverName became a CEL selector"),
+    Rule("classic-dra", ERROR, "classic DRA (parametersRef, controller) with no automatic equivalent"),
+    Rule("claim-spec-missing", ERROR, "a claim or claim template without a spec"),
+    Rule("resource-class-without-driver", ERROR, "a ResourceClass without driverName"),
+    Rule("resource-class-name-missing", ERROR, "a v1alpha2 claim without resourceClassName"),
+    Rule("slice-not-named-resources", ERROR, "a v1alpha2 ResourceSlice without namedResources"),
+    Rule("structured-parameters-1.30", ERROR, "1.30 ResourceClaimParameters/ResourceClassParameters to fold by hand"),
+    Rule("immediate-allocation-dropped", WARN, "allocationMode Immediate has no equivalent"),
+    Rule("suitable-nodes-dropped", WARN, "suitableNodes dropped"),
+    Rule("quantity-attribute-to-capacity", WARN, "a quantity attribute became capacity"),
+    Rule("slice-attribute-dropped", WARN, "a list attribute the target cannot hold was dropped"),
+    Rule("runtime-object-dropped", WARN, "a scheduler-written classic DRA object was dropped"),
+    Rule("resource-slice", WARN, "a ResourceSlice was converted, though its driver republishes it"),
+    Rule("field-not-in-target", ERROR, "a field the target release's API does not have; left as is"),
+    Rule("feature-gate-off", WARN, "a field behind a feature gate that is off by default in the target"),
+    Rule("admin-access", WARN, "adminAccess needs the namespace label"),
+    Rule("api-off-by-default", WARN, "an API version the target serves only when enabled"),
+    Rule("not-served", ERROR, "an API version the target does not serve; left as is"),
+    # Whole-run and file-level checks of the translator
+    Rule("extended-resource-class-conflict", WARN, "more than one DeviceClass maps one extended resource name"),
+    Rule("schema", ERROR, "an output object fails the target release's OpenAPI schema"),
+)
+
+BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}
+
+
+def check_rule(rule: str, severity: Severity) -> None:
+    """Refuse a finding whose rule is undeclared or declared with another severity."""
+    declared = BY_ID.get(rule)
+    if declared is None:
+        raise ValueError(f"finding rule {rule!r} is not declared in dra_migrate/engine/rules.py")
+    if declared.severity is not severity:
+        raise ValueError(f"finding rule {rule!r} is declared as {declared.severity}, not {severity}")
+
+
+def rules_table() -> str:
+    """The Markdown table of every rule, for the README."""
+    rows = [f"| `{rule.id}` | {rule.severity} | {rule.meaning} |" for rule in RULES]
+    return "\n".join(["| rule | severity | meaning |", "|---|---|---|", *rows]) + "\n"
