@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: setup demo test lint e2e-bins e2e bench clean
+.PHONY: setup demo test lint e2e-bins e2e bench releases clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,10 @@ e2e-bins:
 
 e2e: $(STAMP) e2e-bins
 	$(BIN)/pytest -q tests/e2e
+
+## The engine's release table, generated from the Kubernetes sources pinned in tools/releasegen/releases.txt.
+releases:
+	cd tools/releasegen && GOFLAGS=-mod=mod go run . -out ../../dra_migrate/engine/releases/table.py
 
 bench: $(STAMP)
 	$(BIN)/python bench/translate.py

@@ -1,0 +1,5 @@
+package v1
+
+func (in *Widget) APILifecycleIntroduced() (major, minor int) {
+	return 1, 39
+}
