@@ -20,8 +20,6 @@ from dra_migrate.engine.strategy import Path, decide
 from dra_migrate.engine.versions import RESOURCE_GROUP
 from dra_migrate.engine.workloads import api_group
 
-_GATE_OFF_BEFORE_GA = 34  # DynamicResourceAllocation is beta and off by default in 1.32/1.33 (dra-api.md 1.2)
-
 
 def convert(obj: Mapping[str, Any], config: Config) -> ConversionResult:
     """Convert one object. Never raises for odd input: what cannot be converted is left as is and reported."""
@@ -86,7 +84,7 @@ def _convert_workload(obj: dict[str, Any], config: Config) -> ConversionResult:
         extended.update(converted.extended)
         changed |= converted.changed
         changed |= convert_node_name(pod_spec, path, config.node_name, findings)
-        if converted.changed and not config.target.at_least(_GATE_OFF_BEFORE_GA):
+        if converted.changed and not config.target.feature_enabled("DynamicResourceAllocation"):
             findings.warning(
                 "dra-gate-off",
                 json_path(*path, "resourceClaims"),

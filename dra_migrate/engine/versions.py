@@ -1,30 +1,14 @@
-"""Target Kubernetes releases and the `resource.k8s.io` versions they serve (dra-api.md section 1)."""
+"""Target Kubernetes releases; what each serves comes from the generated release table (engine.releases)."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
+from dra_migrate.engine import releases
+
 RESOURCE_GROUP = "resource.k8s.io"
-OLDEST_TARGET = (1, 32)
 DEFAULT_TARGET = "1.34"
-
-# Core DRA kinds; DeviceTaintRule follows its own table below.
-CORE_KINDS = frozenset({"DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice"})
-
-
-# First minor release whose default turns each gate on (dra-api.md 1.4).
-_GATES_ON_FROM = {
-    "DynamicResourceAllocation": 34,
-    "DRAAdminAccess": 34,
-    "DRAPrioritizedList": 34,
-    "DRAExtendedResource": 36,
-    "DRADeviceTaints": 36,
-    "DRADeviceTaintRules": 37,
-    "DRAConsumableCapacity": 36,
-    "DRAPartitionableDevices": 36,
-    "DRADeviceBindingConditions": 36,
-}
 
 
 class TargetVersionError(ValueError):
@@ -44,27 +28,46 @@ class Target:
         if not match:
             raise TargetVersionError(f"target version {text!r} is not of the form 1.34 or v1.34.2")
         target = cls(int(match.group(1)), int(match.group(2)))
-        if (target.major, target.minor) < OLDEST_TARGET:
+        if target.major != 1:
+            raise TargetVersionError(f"target version {target} is not a Kubernetes 1.x release")
+        if target.minor < releases.OLDEST_MINOR:
             raise TargetVersionError(
                 f"target version {target} is not supported: DRA with structured parameters "
-                "(resource.k8s.io/v1beta1) starts with Kubernetes 1.32"
+                f"(resource.k8s.io/v1beta1) starts with Kubernetes 1.{releases.OLDEST_MINOR}"
             )
         return target
 
     def __str__(self) -> str:
         return f"{self.major}.{self.minor}"
 
-    def at_least(self, minor: int) -> bool:
-        return (self.major, self.minor) >= (1, minor)
+    @property
+    def release(self) -> releases.Release:
+        return releases.release(self.minor)
+
+    @property
+    def notice(self) -> str | None:
+        """For a release newer than the table: what it is treated as (once per run, not per object)."""
+        release = self.release
+        if not release.projected:
+            return None
+        removed = sorted({f"{RESOURCE_GROUP}/{version}" for version, _ in release.withdrawn}, key=_version_order)
+        without = f" without {', '.join(removed)} (removed by then in its generated API lifecycle)" if removed else ""
+        return (
+            f"Kubernetes {self} is newer than the newest release dra-migrate knows ({release.source}): "
+            f"it is treated as {release.source}{without}; its feature gates and fields are {release.source}'s"
+        )
+
+    def api_version_for(self, kind: str) -> str:
+        """The resource.k8s.io version written for `kind`: the most stable one served by default."""
+        version = self.release.write_version(kind)
+        if version is None:
+            raise TargetVersionError(f"Kubernetes {self} serves no {RESOURCE_GROUP} version of {kind}")
+        return version
 
     @property
     def dra_version(self) -> str:
-        """The version the translator writes: 1.32 -> v1beta1, 1.33 -> v1beta2, 1.34+ -> v1."""
-        if self.at_least(34):
-            return "v1"
-        if self.at_least(33):
-            return "v1beta2"
-        return "v1beta1"
+        """The version written for ResourceClaimTemplates and the other core DRA kinds (1.34+: v1)."""
+        return self.api_version_for("ResourceClaimTemplate")
 
     @property
     def dra_api_version(self) -> str:
@@ -72,20 +75,13 @@ class Target:
 
     @property
     def schema_version(self) -> str:
-        """The kubernetes-validate schema release for this target."""
+        """The release whose OpenAPI schema checks this target (kubernetes-validate's naming)."""
         return f"{self.major}.{self.minor}.0"
 
     def feature_enabled(self, gate: str) -> bool:
         """Whether feature gate `gate` is on by default in this release."""
-        first_on = _GATES_ON_FROM.get(gate)
-        return first_on is not None and self.at_least(first_on)
+        return self.release.gate_on(gate)
 
-    def serves_device_taint_rule(self, version: str) -> bool:
-        # v1alpha3 from 1.33; v1beta2 from 1.36; v1 only after 1.36 (dra-api.md 1.1).
-        if version == "v1alpha3":
-            return self.at_least(33)
-        if version == "v1beta2":
-            return self.at_least(36)
-        if version == "v1":
-            return self.at_least(37)
-        return False
+
+def _version_order(api_version: str) -> tuple[int, int, int]:
+    return releases.version_rank(api_version.rsplit("/", 1)[-1])

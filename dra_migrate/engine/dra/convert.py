@@ -7,11 +7,15 @@ from typing import Any
 
 from dra_migrate.engine.dra import readers, writers
 from dra_migrate.engine.dra.checks import check_claim_spec
-from dra_migrate.engine.dra.features import check_features
-from dra_migrate.engine.findings import Findings
+from dra_migrate.engine.dra.fit import fit_to_target
+from dra_migrate.engine.findings import Findings, PathParts
 from dra_migrate.engine.plain import plain_copy
-from dra_migrate.engine.versions import CORE_KINDS, Target
+from dra_migrate.engine.releases import Release
+from dra_migrate.engine.versions import RESOURCE_GROUP, Target
 
+# The kinds converted between versions; DeviceTaintRule is only checked against what the target serves.
+CORE_KINDS = frozenset({"DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice"})
+_CLAIM_KINDS = ("ResourceClaim", "ResourceClaimTemplate")
 _RUNTIME_ONLY = {"PodSchedulingContext", "PodScheduling"}
 _FOLD_ONLY = {"ResourceClaimParameters", "ResourceClassParameters"}
 _CLASSIC_VERSIONS = ("v1alpha1", "v1alpha2")
@@ -68,10 +72,17 @@ def _read(obj: dict[str, Any], kind: str, version: str, findings: Findings) -> d
     return None
 
 
+def _written_flat(release: Release, version: str, kind: str) -> bool:
+    if kind in _CLAIM_KINDS:
+        return writers.flat_requests(release, version)
+    return kind == "ResourceSlice" and writers.basic_devices(release, version)
+
+
 def write_hub(hub: dict[str, Any], kind: str, target: Target) -> dict[str, Any]:
-    """A hub-form (v1) object in the version `target` serves."""
-    out = {"apiVersion": target.dra_api_version, **{k: v for k, v in hub.items() if k != "apiVersion"}}
-    if target.dra_version != "v1beta1":
+    """A hub-form (v1) object in the version `target` serves, in that version's shape."""
+    version = target.api_version_for(kind)
+    out = {"apiVersion": f"{RESOURCE_GROUP}/{version}", **{k: v for k, v in hub.items() if k != "apiVersion"}}
+    if not _written_flat(target.release, version, kind):
         return out
     if kind == "ResourceClaimTemplate":
         out["spec"] = {**out["spec"], "spec": writers.flatten_claim_spec(out["spec"]["spec"])}
@@ -80,6 +91,25 @@ def write_hub(hub: dict[str, Any], kind: str, target: Target) -> dict[str, Any]:
     elif kind == "ResourceSlice":
         out["spec"] = writers.wrap_slice_devices(out["spec"])
     return out
+
+
+def _check_device_taint_rule(version: str, target: Target, findings: Findings) -> None:
+    kind = "DeviceTaintRule"
+    release = target.release
+    if release.serves(version, kind) and not release.on_by_default(version, kind):
+        findings.warning(
+            "api-off-by-default",
+            "apiVersion",
+            f"{kind} {version} is served by {target} only when enabled: "
+            f"--runtime-config={RESOURCE_GROUP}/{version}=true",
+        )
+    elif not release.serves(version, kind):
+        served = ", ".join(release.served_versions(kind)) or "none"
+        findings.error(
+            "not-served",
+            "apiVersion",
+            f"{kind} {version} is not served by Kubernetes {target} (versions it serves: {served}); left as is",
+        )
 
 
 def convert_dra_object(obj: dict[str, Any], target: Target, findings: Findings) -> tuple[dict[str, Any] | None, bool]:
@@ -103,24 +133,11 @@ def convert_dra_object(obj: dict[str, Any], target: Target, findings: Findings) 
         )
         return obj, False
     if kind == "DeviceTaintRule":
-        if target.serves_device_taint_rule(version) and version != "v1":
-            findings.warning(
-                "api-off-by-default",
-                "apiVersion",
-                f"DeviceTaintRule {version} is served by {target} but, as an alpha/beta API, only when enabled: "
-                f"--runtime-config=resource.k8s.io/{version}=true and feature gate DRADeviceTaints",
-            )
-        elif not target.serves_device_taint_rule(version):
-            findings.error(
-                "not-served",
-                "apiVersion",
-                f"DeviceTaintRule {version} is not served by Kubernetes "
-                f"{target} (v1alpha3 from 1.33, v1beta2 from 1.36, v1 not released); left as is",
-            )
+        _check_device_taint_rule(version, target, findings)
         return obj, False
     if kind not in CORE_KINDS and kind != "ResourceClass":
         return obj, False
-    if kind in ("ResourceClaim", "ResourceClaimTemplate"):
+    if kind in _CLAIM_KINDS:
         check_claim_spec(_get(obj, _claim_spec_path(kind)), version, _claim_spec_path(kind), findings)
         if findings.has_errors:
             return obj, False
@@ -128,10 +145,20 @@ def convert_dra_object(obj: dict[str, Any], target: Target, findings: Findings) 
     if hub is None:
         return obj, False
     out_kind = "DeviceClass" if kind == "ResourceClass" else kind
-    if not check_features(out_kind, hub, target, findings):
+    same = version == target.api_version_for(out_kind) and kind == out_kind
+    # Already in the target's version: kept as written, only fitted (empty fields the target lacks go).
+    written = plain_copy(obj) if same else write_hub(hub, out_kind, target)
+    written_version = str(written["apiVersion"]).rsplit("/", 1)[-1]
+    flat = _written_flat(target.release, written_version, out_kind)
+
+    def input_parts(parts: PathParts) -> PathParts:
+        return parts if same or kind != out_kind else writers.input_path(parts, kind, flat, version)
+
+    fitted = fit_to_target(written, out_kind, target, findings, input_parts)
+    if not fitted.ok:
         return obj, False
-    if version == target.dra_version and kind == out_kind:
-        return obj, False
+    if same:
+        return (written, True) if fitted.dropped else (obj, False)
     if out_kind == "ResourceSlice":
         findings.warning(
             "resource-slice",
@@ -139,5 +166,5 @@ def convert_dra_object(obj: dict[str, Any], target: Target, findings: Findings) 
             "ResourceSlices are published by the DRA driver; converted for "
             "reference, but the driver will republish its own",
         )
-    findings.info("api-version", "apiVersion", f"{obj.get('apiVersion')} {kind} -> {target.dra_api_version} {out_kind}")
-    return write_hub(hub, out_kind, target), True
+    findings.info("api-version", "apiVersion", f"{obj.get('apiVersion')} {kind} -> {written['apiVersion']} {out_kind}")
+    return written, True

@@ -5,10 +5,28 @@ from __future__ import annotations
 
 from typing import Any
 
+from dra_migrate.engine import releases
+from dra_migrate.engine.dra.fit import fields_of
+from dra_migrate.engine.dra.unset import is_set
 from dra_migrate.engine.findings import Findings, json_path
 from dra_migrate.engine.plain import plain_copy
 
-_REQUEST_FIELDS = ("deviceClassName", "selectors", "allocationMode", "count", "adminAccess", "tolerations", "capacity")
+# The fields a flat (v1alpha3/v1beta1) request moves under `exactly`: those of the hub's ExactDeviceRequest.
+REQUEST_FIELDS = tuple(fields_of("ExactDeviceRequest"))
+
+
+def _list_attributes() -> str:
+    """When structured parameters got list attributes again (1.30's intSlice/stringSlice had none after)."""
+    since = releases.first_with_field("v1", "DeviceAttribute", "ints", 0)
+    if since is None:
+        return "no known Kubernetes release has list attributes"
+    gates = fields_of("DeviceAttribute")["ints"].gates
+    return f"list attributes (ints, strings) exist only from Kubernetes 1.{since}" + (
+        f", behind feature gate {', '.join(gates)}" if gates else ""
+    )
+
+
+_LIST_ATTRIBUTES = _list_attributes()
 
 
 def _strip_status(obj: dict[str, Any]) -> dict[str, Any]:
@@ -31,7 +49,7 @@ def _classic_error(findings: Findings, path: str, what: str) -> None:
 
 def device_class_from_v1alpha2(obj: dict[str, Any], findings: Findings) -> dict[str, Any] | None:
     """ResourceClass (no spec, fields at top level) -> DeviceClass (dra-api.md 2.1)."""
-    if obj.get("parametersRef"):
+    if is_set(obj.get("parametersRef")):
         _classic_error(findings, "parametersRef", "ResourceClass.parametersRef (vendor class parameters)")
         return None
     driver = obj.get("driverName")
@@ -46,7 +64,7 @@ def device_class_from_v1alpha2(obj: dict[str, Any], findings: Findings) -> dict[
         f'driverName {driver!r} -> CEL selector device.driver == "{driver}": only right if the driver '
         "publishes ResourceSlices under that name",
     )
-    if obj.get("suitableNodes"):
+    if is_set(obj.get("suitableNodes")):
         findings.warning(
             "suitable-nodes-dropped",
             "suitableNodes",
@@ -63,8 +81,8 @@ def device_class_from_v1alpha2(obj: dict[str, Any], findings: Findings) -> dict[
 def device_class_from_structured(obj: dict[str, Any], findings: Findings) -> dict[str, Any]:
     out = _strip_status(obj)
     spec = out.get("spec")
-    if isinstance(spec, dict) and "suitableNodes" in spec:
-        del spec["suitableNodes"]
+    suitable_nodes = spec.pop("suitableNodes", None) if isinstance(spec, dict) else None
+    if is_set(suitable_nodes):
         findings.warning("suitable-nodes-dropped", "spec.suitableNodes", "suitableNodes (classic DRA, 1.31) dropped")
     return out
 
@@ -74,7 +92,7 @@ def device_class_from_structured(obj: dict[str, Any], findings: Findings) -> dic
 
 def claim_spec_from_v1alpha2(spec: dict[str, Any], base: tuple[str, ...], findings: Findings) -> dict[str, Any] | None:
     """`resourceClassName` (+ allocationMode) -> one device request (dra-api.md 2.2)."""
-    if spec.get("parametersRef"):
+    if is_set(spec.get("parametersRef")):
         ref = spec["parametersRef"]
         kind = ref.get("kind") if isinstance(ref, dict) else None
         _classic_error(findings, json_path(*base, "parametersRef"), f"parametersRef to {kind or 'a vendor object'}")
@@ -102,7 +120,7 @@ def claim_spec_from_v1alpha2(spec: dict[str, Any], base: tuple[str, ...], findin
 
 def claim_spec_from_flat(spec: dict[str, Any], base: tuple[str, ...], findings: Findings) -> dict[str, Any] | None:
     """v1alpha3/v1beta1 request fields -> `exactly` (mirrors Convert_v1beta1_DeviceRequest_To_resource)."""
-    if spec.get("controller"):
+    if is_set(spec.get("controller")):
         _classic_error(findings, json_path(*base, "controller"), "spec.controller")
         return None
     out = plain_copy(spec)
@@ -110,10 +128,15 @@ def claim_spec_from_flat(spec: dict[str, Any], base: tuple[str, ...], findings: 
     for index, request in enumerate(requests):
         if not isinstance(request, dict):
             continue
-        flat = {k: request.pop(k) for k in _REQUEST_FIELDS if k in request}
-        if flat.get("adminAccess") is False:
-            del flat["adminAccess"]
-        if flat and request.get("firstAvailable"):
+        # Unset values ("", null, false, 0, [], {}) are how the apiserver writes absent fields:
+        # `deviceClassName: ""` beside firstAvailable is a request without device fields.
+        popped = {k: request.pop(k) for k in REQUEST_FIELDS if k in request}
+        flat = {k: v for k, v in popped.items() if is_set(v)}
+        if not is_set(request.get("exactly")):
+            request.pop("exactly", None)
+        if not is_set(request.get("firstAvailable")):
+            request.pop("firstAvailable", None)
+        if flat and "firstAvailable" in request:
             findings.error(
                 "exactly-and-first-available",
                 json_path(*base, "devices", "requests", index),
@@ -161,7 +184,7 @@ def slice_from_v1alpha2(obj: dict[str, Any], findings: Findings) -> dict[str, An
                     findings.warning(
                         "slice-attribute-dropped",
                         json_path("namedResources", "instances", index, "attributes"),
-                        f"{typ} attribute {name!r} dropped: list attributes only exist from 1.36 (alpha)",
+                        f"{typ} attribute {name!r} dropped: {_LIST_ATTRIBUTES}",
                     )
         device: dict[str, Any] = {"name": instance.get("name")}
         if attributes:
