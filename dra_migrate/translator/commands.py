@@ -28,7 +28,8 @@ from dra_migrate.exits import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, fail
 from dra_migrate.translator.output import StdoutWriter, write_atomic
 from dra_migrate.translator.pipeline import FileResult, RunOptions, dump_documents, process
 from dra_migrate.translator.registry import TemplateRegistry
-from dra_migrate.translator.report import JsonReport, Progress, RunSummary, file_entries, print_summary
+from dra_migrate.translator.report import JsonReport, Progress, RunSummary, file_entries, print_summary, run_entry
+from dra_migrate.translator.schema import schema_notice
 from dra_migrate.translator.sources import Source, discover, has_stdin
 
 
@@ -95,6 +96,17 @@ class Run:
         self.json_report = JsonReport(str(config.target))
         self.problems: list[dict[str, Any]] = []
         self.any_errors = False
+        self._note_run(config.target.notice, "target-not-released")
+        if args.validate:
+            self._note_run(schema_notice(config.target), "schema-fallback")
+
+    def _note_run(self, message: str | None, rule: str) -> None:
+        if message is None:
+            return
+        row = run_entry(rule, message)
+        self.summary.severities.update([row["severity"]])
+        self.json_report.add_rows([row])
+        self.problems.append(row)
 
     def device_classes_text(self) -> str:
         """The DeviceClasses for every name left to KEP-5004 in this run, in the target's version."""

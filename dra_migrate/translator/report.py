@@ -46,6 +46,11 @@ class RunSummary:
         }
 
 
+def run_entry(rule: str, message: str) -> dict[str, Any]:
+    """A warning about the whole run (the target release, the schema used), reported once."""
+    return {"file": None, "document": None, "severity": "warning", "rule": rule, "path": "", "message": message}
+
+
 def file_entries(result: FileResult) -> list[dict[str, Any]]:
     """One row per finding or change, flat, for jq and spreadsheets."""
     rows: list[dict[str, Any]] = []
@@ -80,6 +85,9 @@ class JsonReport:
     def add(self, result: FileResult) -> None:
         self.rows.extend(file_entries(result))
 
+    def add_rows(self, rows: list[dict[str, Any]]) -> None:
+        self.rows.extend(rows)
+
     def dump(self, stream: TextIO, summary: RunSummary) -> None:
         json.dump({"targetVersion": self.target, "summary": summary.as_dict(), "findings": self.rows}, stream, indent=2)
         stream.write("\n")
@@ -88,12 +96,12 @@ class JsonReport:
 def print_summary(stream: TextIO, summary: RunSummary, problems: list[dict[str, Any]]) -> None:
     """The human view: problems first (they need action), then the totals."""
     if problems:
-        width = max(len(str(p["file"])) for p in problems)
+        width = max(len(_file_label(p)) for p in problems)
         stream.write(f"{'FILE':<{width}}  DOC  SEVERITY  RULE / MESSAGE\n")
         for row in problems:
             document = "" if row.get("document") is None else str(row["document"])
             stream.write(
-                f"{row['file']:<{width}}  {document:>3}  {row['severity']:<8}  {row['rule']}: {row['message']}\n"
+                f"{_file_label(row):<{width}}  {document:>3}  {row['severity']:<8}  {row['rule']}: {row['message']}\n"
             )
             if row.get("path"):
                 stream.write(f"{'':<{width}}  {'':>3}  {'':<8}  at {row['path']}\n")
@@ -105,6 +113,10 @@ def print_summary(stream: TextIO, summary: RunSummary, problems: list[dict[str, 
         + (", ".join(f"{n} {s}" for s, n in data["findings"].items()) or "none")
         + "\n"
     )
+
+
+def _file_label(row: dict[str, Any]) -> str:
+    return "(run)" if row["file"] is None else str(row["file"])
 
 
 class Progress:

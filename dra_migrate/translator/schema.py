@@ -7,6 +7,7 @@ library, so callers keep this at their edges.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,9 +27,32 @@ class SchemaResult:
         return not self.errors
 
 
+def _release(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
+@functools.cache
+def schema_version(target: Target) -> str:
+    """The target's schema release, or the newest kubernetes-validate ships for a target newer than that."""
+    shipped: list[str] = sorted({str(v) for v in kv_utils.all_versions()}, key=_release)
+    older = [v for v in shipped if _release(v) <= _release(target.schema_version)]
+    return older[-1] if older else shipped[0]
+
+
+def schema_notice(target: Target) -> str | None:
+    """What --validate checks a target without its own schema against (once per run)."""
+    used = schema_version(target)
+    if used == target.schema_version:
+        return None
+    return (
+        f"--validate: kubernetes-validate has no schema for Kubernetes {target}; "
+        f"objects are checked against {used.rsplit('.', 1)[0]}'s"
+    )
+
+
 def validate_object(obj: dict[str, Any], target: Target, strict: bool = True) -> SchemaResult:
     try:
-        kubernetes_validate.validate(obj, target.schema_version, strict=strict)
+        kubernetes_validate.validate(obj, schema_version(target), strict=strict)
     except kv_utils.SchemaNotFoundError:
         return SchemaResult(checked=False)
     except kv_utils.ValidationError as exc:

@@ -99,6 +99,8 @@ def serve_command(args: argparse.Namespace) -> int:
         level=args.log_level.upper(),
         format="[%(asctime)s] [%(process)d] [%(levelname)s] %(name)s: %(message)s",
     )
+    if settings.config.target.notice:  # a target newer than the release table: said once, at start
+        logging.getLogger("dra_migrate.webhook").warning("%s", settings.config.target.notice)
     # Must be set before prometheus_client is imported (it picks its value class then).
     metrics_dir = tempfile.mkdtemp(prefix="dra-migrate-metrics-")
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir

@@ -279,3 +279,36 @@ spec:
     rows = json.loads(run_cli("convert", "--report", "json", "-", stdin=stream).stderr)["findings"]
     served = [r for r in rows if r["rule"] == "migration-path" and "gpu.nvidia.com" in r["message"]]
     assert [r["path"] for r in served] == ['spec.predictor.pytorch.resources.limits["nvidia.com/gpu"]']
+
+
+# --- targets past the release table ---------------------------------------------------------------------
+
+
+def test_target_138_with_validate_converts_and_says_what_it_assumed_once(run_cli: Runner, tmp_path: Path) -> None:
+    for name in ("a.yaml", "b.yaml"):
+        (tmp_path / name).write_text(GPU_POD)
+    result = run_cli(
+        "convert", "--target-version", "1.38", "--validate", "--report", "json", "-o", str(tmp_path / "out"),
+        str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml"),
+    )  # fmt: skip
+    assert result.code == 0, result.stderr
+    report = json.loads(result.stderr)
+    run_rows = [r for r in report["findings"] if r["file"] is None]
+    assert [r["rule"] for r in run_rows] == ["target-not-released", "schema-fallback"]  # once per run, not per file
+    assert "resource.k8s.io/v1beta1" in run_rows[0]["message"] and "1.37" in run_rows[1]["message"]
+    assert not [r for r in report["findings"] if r["severity"] == "error"]
+    template = _docs((tmp_path / "out" / "a.yaml").read_text())[1]
+    assert template["apiVersion"] == "resource.k8s.io/v1"
+
+
+def test_target_138_text_report_names_the_run(run_cli: Runner) -> None:
+    result = run_cli("convert", "--target-version", "1.38", "--validate", "--report", "text", "-", stdin=GPU_POD)
+    assert result.code == 0, result.stderr
+    assert "(run)" in result.stderr and "target-not-released" in result.stderr
+    assert "internal error" not in result.stderr
+
+
+def test_known_targets_have_no_run_notice(run_cli: Runner) -> None:
+    result = run_cli("convert", "--target-version", "1.37", "--validate", "--report", "json", "-", stdin=GPU_POD)
+    assert result.code == 0, result.stderr
+    assert not [r for r in json.loads(result.stderr)["findings"] if r["file"] is None]
