@@ -72,12 +72,15 @@ RULES: tuple[Rule, ...] = (
     Rule("runtime-object-dropped", WARN, "a scheduler-written classic DRA object was dropped"),
     Rule("resource-slice", WARN, "a ResourceSlice was converted, though its driver republishes it"),
     Rule("field-not-in-target", ERROR, "a field the target release's API does not have; left as is"),
+    Rule("unset-field-dropped", INFO, "a field set to an empty value that the target's API does not have was dropped"),
     Rule("feature-gate-off", WARN, "a field behind a feature gate that is off by default in the target"),
     Rule("admin-access", WARN, "adminAccess needs the namespace label"),
     Rule("api-off-by-default", WARN, "an API version the target serves only when enabled"),
     Rule("not-served", ERROR, "an API version the target does not serve; left as is"),
     # Whole-run and file-level checks of the translator
     Rule("extended-resource-class-conflict", WARN, "more than one DeviceClass maps one extended resource name"),
+    Rule("target-not-released", WARN, "the target is newer than the release table: treated as its newest release"),
+    Rule("schema-fallback", WARN, "--validate checks a target without its own schema against the newest one"),
     Rule("schema", ERROR, "an output object fails the target release's OpenAPI schema"),
 )
 

@@ -16,6 +16,8 @@ from dra_migrate.configfile import load_config
 from dra_migrate.engine import (
     ConfigError,
     DeviceRequestSpec,
+    Finding,
+    Severity,
     TargetVersionError,
     build_device_class,
     convert,
@@ -96,14 +98,15 @@ class Run:
         self.json_report = JsonReport(str(config.target))
         self.problems: list[dict[str, Any]] = []
         self.any_errors = False
-        self._note_run(config.target.notice, "target-not-released")
-        if args.validate:
-            self._note_run(schema_notice(config.target), "schema-fallback")
+        notice = config.target.notice
+        if notice:
+            self._note_run(Finding(Severity.WARNING, "target-not-released", "", notice))
+        schema = schema_notice(config.target) if args.validate else None
+        if schema:
+            self._note_run(Finding(Severity.WARNING, "schema-fallback", "", schema))
 
-    def _note_run(self, message: str | None, rule: str) -> None:
-        if message is None:
-            return
-        row = run_entry(rule, message)
+    def _note_run(self, finding: Finding) -> None:
+        row = run_entry(finding)
         self.summary.severities.update([row["severity"]])
         self.json_report.add_rows([row])
         self.problems.append(row)

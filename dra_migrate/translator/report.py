@@ -8,6 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from dra_migrate.engine import Finding
 from dra_migrate.translator.pipeline import FileResult
 
 
@@ -46,9 +47,9 @@ class RunSummary:
         }
 
 
-def run_entry(rule: str, message: str) -> dict[str, Any]:
-    """A warning about the whole run (the target release, the schema used), reported once."""
-    return {"file": None, "document": None, "severity": "warning", "rule": rule, "path": "", "message": message}
+def run_entry(finding: Finding) -> dict[str, Any]:
+    """A finding about the whole run (the target release, the schema used), reported once."""
+    return {"file": None, "document": None, **finding.as_dict()}
 
 
 def file_entries(result: FileResult) -> list[dict[str, Any]]:

@@ -82,7 +82,8 @@ def fit_to_target(
         return Fitted(True, False)
     missing: list[_Visit] = []
     dropped: list[_Visit] = []
-    warnings: list[tuple[PathParts, str, str]] = []
+    gated: list[tuple[PathParts, str]] = []
+    admin: list[PathParts] = []
     for visit in list(_walk(obj, kind, types, (), top=True)):
         if visit.field is None and is_unset(visit.value):
             del visit.parent[str(visit.parts[-1])]
@@ -90,12 +91,11 @@ def fit_to_target(
         elif visit.field is None:
             missing.append(visit)
         elif not is_unset(visit.value):
-            gated = _gated(visit.field, target)
-            if gated:
-                warnings.append((visit.parts, "feature-gate-off", gated))
-            label = release.admin_namespace_label
-            if visit.field.name == "adminAccess" and visit.value is True and label:
-                warnings.append((visit.parts, "admin-access", f'adminAccess needs the namespace label {label}: "true"'))
+            gate_message = _gated(visit.field, target)
+            if gate_message:
+                gated.append((visit.parts, gate_message))
+            if visit.field.name == "adminAccess" and visit.value is True and release.admin_namespace_label:
+                admin.append(visit.parts)
     for visit in missing:
         _missing(visit, version, target, findings, input_parts)
     ok = not missing
@@ -106,8 +106,15 @@ def fit_to_target(
             f"{visit.parts[-1]}: {json.dumps(visit.value)} means unset, and {RESOURCE_GROUP}/{version} "
             f"{visit.struct} has no such field in Kubernetes {target}; dropped",
         )
-    for parts, rule, message in warnings:  # on an error the object stays as it was: name the input's fields
-        findings.warning(rule, json_path(*(parts if ok else input_parts(parts))), message)
+
+    def where(parts: PathParts) -> str:  # on an error the object stays as it was: name the input's fields
+        return json_path(*(parts if ok else input_parts(parts)))
+
+    for parts, message in gated:
+        findings.warning("feature-gate-off", where(parts), message)
+    for parts in admin:
+        label = release.admin_namespace_label
+        findings.warning("admin-access", where(parts), f'adminAccess needs the namespace label {label}: "true"')
     return Fitted(ok, bool(dropped))
 
 

@@ -6,11 +6,9 @@ from typing import Any
 
 
 def is_unset(value: Any) -> bool:
-    if value is None or value is False or value == "":
-        return True
-    if isinstance(value, (list, dict)):
+    if isinstance(value, (dict, list, str)):
         return not value
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0
+    return value is None or value is False or (type(value) in (int, float) and value == 0)
 
 
 def is_set(value: Any) -> bool:

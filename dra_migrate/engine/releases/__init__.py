@@ -42,11 +42,7 @@ class Field:
     type: str  # a struct of the same version, or a scalar / external type name
     shape: str  # "" value, "*" pointer, "[]" list, "map" map; composed outside in
     gates: tuple[str, ...]
-
-    @property
-    def layers(self) -> tuple[str, ...]:
-        """The list and map layers around the element (pointers are invisible in JSON)."""
-        return tuple(re.findall(r"\[\]|map", self.shape))
+    layers: tuple[str, ...]  # the list and map layers of `shape` (pointers are invisible in JSON)
 
 
 class Types:
@@ -64,7 +60,10 @@ class Types:
 
 @functools.cache
 def _fields(struct_id: str) -> Mapping[str, Field]:
-    return {name: Field(name, typ, shape, gates) for name, typ, shape, gates in table.STRUCTS[struct_id]}
+    return {
+        name: Field(name, typ, shape, gates, tuple(re.findall(r"\[\]|map", shape)))
+        for name, typ, shape, gates in table.STRUCTS[struct_id]
+    }
 
 
 @functools.cache
@@ -149,10 +148,7 @@ class Release:
 
     def write_version(self, kind: str) -> str | None:
         """The version to write `kind` in: the most stable one served by default, else the most stable served."""
-        served = self.served_versions(kind)
-        by_default = [v for v in served if self.on_by_default(v, kind)]
-        candidates = by_default or served
-        return candidates[0] if candidates else None
+        return _write_version(self, kind)
 
     def lifecycle(self, version: str, kind: str) -> tuple[int, int, int]:
         """(introduced, deprecated, removed) minors from the generated lifecycle; 0 where none."""
@@ -176,6 +172,14 @@ class Release:
         """Whether the claim quota evaluator also charges requests.<extendedResourceName> by default."""
         gate = table.QUOTA_EXTENDED_RESOURCE_GATE[self.source]
         return bool(gate) and self.gate_on(gate)
+
+
+@functools.cache
+def _write_version(release: Release, kind: str) -> str | None:  # on the webhook's path: once per release
+    served = release.served_versions(kind)
+    by_default = [v for v in served if release.on_by_default(v, kind)]
+    candidates = by_default or served
+    return candidates[0] if candidates else None
 
 
 @functools.cache
