@@ -72,7 +72,7 @@ def test_one_line_and_limits() -> None:
     cut = messages.one_line("x" * 300, 256)
     assert len(cut) == 256 and cut.endswith("...")
     assert messages.one_line("caf\u00e9 \u2192 ok", 100) == "caf ok"
-    findings = [Finding(Severity.INFO, "r", "p", f"change {i}") for i in range(15)]
+    findings = [Finding(Severity.INFO, "device-plugin-to-claim", "p", f"change {i}") for i in range(15)]
     lines = messages.warnings_for(findings)
     assert len(lines) == messages.MAX_WARNINGS and lines[-1].endswith("6 more messages in the audit log")
     with pytest.raises(ValueError, match="invalid audit annotation key"):
@@ -81,7 +81,7 @@ def test_one_line_and_limits() -> None:
 
 
 def test_problems_come_after_changes() -> None:
-    findings = [Finding(Severity.ERROR, "r", "p", "bad"), Finding(Severity.INFO, "r", "p", "done")]
+    findings = [Finding(Severity.ERROR, "schema", "p", "bad"), Finding(Severity.INFO, "api-version", "p", "done")]
     assert messages.warnings_for(findings) == ("dra-migrate: done", "dra-migrate error: bad")
 
 
