@@ -1,7 +1,7 @@
 """The configuration shared by the translator and the webhook: mapping table, policies, workload kinds.
 
 A config file is validated against a JSON Schema with `additionalProperties: false` everywhere,
-so a misspelt key is an error instead of a silently ignored setting (field-notes.md, HAMi-DRA PR #65).
+so a misspelt key is an error instead of a silently ignored setting (docs/field-notes.md, HAMi-DRA PR #65).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Pod DRA fields of Kubernetes <= 1.30 (dra-api.md section 3.1): flatten `resourceClaims[].source`."""
+"""Pod DRA fields of Kubernetes <= 1.30 (docs/dra-api.md section 3.1): flatten `resourceClaims[].source`."""
 
 from __future__ import annotations
 

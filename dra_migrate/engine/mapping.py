@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-# Names that already reach DRA through the scheduler (KEP-5004 implicit names, dra-api.md section 5).
+# Names that already reach DRA through the scheduler (KEP-5004 implicit names, docs/dra-api.md section 5).
 IMPLICIT_DEVICE_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
 
 
@@ -163,7 +163,7 @@ _HAMI_SHARE = (
 # The NVIDIA driver publishes full GPUs and MIG devices under one driver name (docs/field-notes.md).
 _NVIDIA_TYPE = 'device.driver == "gpu.nvidia.com" && device.attributes["gpu.nvidia.com"].type == "{type}"'
 
-# Built-in table (field-notes.md, "Device-plugin names and their DRA counterparts").
+# Built-in table (docs/field-notes.md, "Device-plugin names and their DRA counterparts").
 BUILTIN_MAPPINGS: tuple[dict[str, Any], ...] = (
     {
         "resource": "nvidia.com/gpu",

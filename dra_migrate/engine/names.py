@@ -1,4 +1,4 @@
-"""Deterministic, collision-free Kubernetes names (DNS-1123 labels, dra-api.md section 4 "Names")."""
+"""Deterministic, collision-free Kubernetes names (DNS-1123 labels, docs/dra-api.md section 4 "Names")."""
 
 from __future__ import annotations
 

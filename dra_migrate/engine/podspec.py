@@ -1,4 +1,4 @@
-"""Device-plugin requests in one pod spec -> DRA claims (dra-api.md section 5, "Translator implications").
+"""Device-plugin requests in one pod spec -> DRA claims (docs/dra-api.md section 5, "Translator implications").
 
 How the device count is kept (the invariant: a converted pod never needs more devices than before).
 Under the device plugin a pod needs, per resource, max(largest non-sidecar init container plus the
@@ -18,7 +18,7 @@ So the pod's claims add up to exactly the device-plugin need, per (class, select
 
 A pod is never split between the device plugin and DRA for one DeviceClass: when a container must
 keep a mapped resource (a HAMi vGPU share, an invalid count), the pod's other requests of that
-class stay too, because no node serves one device both ways (KEP-5004, dra-api.md section 5).
+class stay too, because no node serves one device both ways (KEP-5004, docs/dra-api.md section 5).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from dra_migrate.engine.quantity import QuantityError, device_count
 from dra_migrate.engine.strategy import Path, Route, decide
 from dra_migrate.engine.templates import build_template
 
-MAX_DEVICES_PER_CLAIM = 32  # allocator limit per claim (dra-api.md section 4, "Size limits")
+MAX_DEVICES_PER_CLAIM = 32  # allocator limit per claim (docs/dra-api.md section 4, "Size limits")
 
 
 @dataclass(slots=True)

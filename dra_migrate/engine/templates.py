@@ -49,7 +49,7 @@ def build_template(spec: DeviceRequestSpec, count: int, namespace: str | None) -
 
 
 def _with_defaults(claim: Any) -> Any:
-    """Apply the apiserver's request defaults (dra-api.md section 4: ExactCount, count 1)."""
+    """Apply the apiserver's request defaults (docs/dra-api.md section 4: ExactCount, count 1)."""
     if not isinstance(claim, dict):
         return claim
     requests = claim.get("devices", {}).get("requests", [])

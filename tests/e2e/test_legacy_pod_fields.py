@@ -1,6 +1,6 @@
 """Why legacy pod claim fields are the translator's job and not the webhook's.
 
-A 1.31+ apiserver has no `resourceClaims[].source` field (dra-api.md 3.1): it rejects it under strict
+A 1.31+ apiserver has no `resourceClaims[].source` field (docs/dra-api.md 3.1): it rejects it under strict
 field validation, and otherwise drops it while decoding the request, before any admission webhook
 sees the object. The webhook therefore never receives `source`; only the offline translator can
 flatten it, which these tests show against the real apiserver.

@@ -4,7 +4,7 @@
   and the device counts are kept;
 * negative/: nothing that is not a pod template is rewritten;
 * dra-versions/: resource.k8s.io objects convert for 1.34 (and the v1 ones down to 1.32), or give an error
-  exactly where dra-api.md 2.7 (or an invalid input) says there is no automatic equivalent.
+  exactly where docs/dra-api.md 2.7 (or an invalid input) says there is no automatic equivalent.
 """
 
 from __future__ import annotations
@@ -264,7 +264,7 @@ def test_negative_nothing_is_rewritten(path: Path) -> None:
 
 DRA_ROOT = CORPUS / "dra-versions"
 
-_CLASSIC = "classic DRA (vendor parametersRef / spec.controller): no automatic equivalent (dra-api.md 2.7)"
+_CLASSIC = "classic DRA (vendor parametersRef / spec.controller): no automatic equivalent (docs/dra-api.md 2.7)"
 _TEMPLATE_PARAMS = {("classic-dra", "spec.spec.parametersRef")}
 _CLAIM_PARAMS = {("classic-dra", "spec.parametersRef")}
 _QAT_FLAT = {("flat-request-in-v1", "spec.spec.devices.requests[0]")}
@@ -317,7 +317,7 @@ EXPECTED_134: dict[tuple[str, int], tuple[set[tuple[str, str]], str]] = {
         {("classic-dra", "spec.spec.controller")},
         _CLASSIC,
     ),
-    # The fuzzer fills both the flat request fields and firstAvailable: invalid in any version (dra-api.md 2.2).
+    # The fuzzer fills both the flat request fields and firstAvailable: invalid in any version (docs/dra-api.md 2.2).
     ("kubernetes__api/v0.36.0/testdata/HEAD/resource.k8s.io.v1beta1.ResourceClaimTemplate.yaml", 0): (
         {("exactly-and-first-available", "spec.spec.devices.requests[0]")},
         "request with both device fields and firstAvailable",
@@ -346,7 +346,7 @@ EXPECTED_134: dict[tuple[str, int], tuple[set[tuple[str, str]], str]] = {
         )
         for i in (0, 1, 2)
     },
-    # DeviceTaintRule is served only as v1alpha3 up to 1.35 (v1beta2 from 1.36, v1 unreleased; dra-api.md 1.1).
+    # DeviceTaintRule is served only as v1alpha3 up to 1.35 (v1beta2 from 1.36, v1 unreleased; docs/dra-api.md 1.1).
     (
         "kubernetes-sigs__dra-example-driver/v0.4.0/demo/examples/device-taints-tolerations/device-taint-pod-toleration/1-device-taint-rule.yaml",
         0,
@@ -421,7 +421,7 @@ def dra_documents(predicate: Any) -> list[Any]:
                     marks.append(
                         pytest.mark.xfail(
                             strict=True,
-                            reason="design: objects the engine does not rewrite keep `status` (dra-api.md 2.7 "
+                            reason="design: objects the engine does not rewrite keep `status` (docs/dra-api.md 2.7 "
                             "says drop it); this 1.36 fixture's status.conditions is not in the 1.34 schema",
                         )
                     )

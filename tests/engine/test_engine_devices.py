@@ -1,4 +1,4 @@
-"""Device-plugin requests -> DRA claims, rule by rule (dra-api.md section 5 "Translator implications")."""
+"""Device-plugin requests -> DRA claims, rule by rule (docs/dra-api.md section 5 "Translator implications")."""
 
 from __future__ import annotations
 
@@ -257,7 +257,7 @@ def test_two_device_kinds_in_one_container(config: Config) -> None:
     assert "limits" not in spec["containers"][0]["resources"]
 
 
-# --- the built-in mapping table (field-notes.md) --------------------------------------------------
+# --- the built-in mapping table (docs/field-notes.md) --------------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""resource.k8s.io objects between API versions (dra-api.md sections 1, 2 and 2.7)."""
+"""resource.k8s.io objects between API versions (docs/dra-api.md sections 1, 2 and 2.7)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Claim and template names: DNS labels, deterministic, unique, never colliding (dra-api.md section 4)."""
+"""Claim and template names: DNS labels, deterministic, unique, never colliding (docs/dra-api.md section 4)."""
 
 from __future__ import annotations
 

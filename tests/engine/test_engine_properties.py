@@ -252,7 +252,7 @@ def v1_claim_objects(draw: st.DrawFn) -> dict[str, Any]:
 
 
 def without_default_admin_access(obj: dict[str, Any]) -> dict[str, Any]:
-    """`adminAccess: false` is the default; v1beta1 readers omit it (dra-api.md 2.2)."""
+    """`adminAccess: false` is the default; v1beta1 readers omit it (docs/dra-api.md 2.2)."""
     out = copy.deepcopy(obj)
     spec = out["spec"]["spec"] if out["kind"] == "ResourceClaimTemplate" else out["spec"]
     for request in spec["devices"]["requests"]:

@@ -1,7 +1,7 @@
 """Targets read the generated release table: gates, served versions and fields per release.
 
 The expected facts below are the upstream ones (k8s.io/kubernetes pkg/features/kube_features.go and
-pkg/controlplane/instance.go of each release, dra-api.md 1.2-1.4); tests/tools checks that the
+pkg/controlplane/instance.go of each release, docs/dra-api.md 1.2-1.4); tests/tools checks that the
 table is what the generator reads from those sources.
 """
 

@@ -1,5 +1,5 @@
 """Version -> hub (v1 shape). Each reader returns None after an error finding when no faithful
-object exists (classic DRA, dra-api.md section 2.7)."""
+object exists (classic DRA, docs/dra-api.md section 2.7)."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def _classic_error(findings: Findings, path: str, what: str) -> None:
 
 
 def device_class_from_v1alpha2(obj: dict[str, Any], findings: Findings) -> dict[str, Any] | None:
-    """ResourceClass (no spec, fields at top level) -> DeviceClass (dra-api.md 2.1)."""
+    """ResourceClass (no spec, fields at top level) -> DeviceClass (docs/dra-api.md 2.1)."""
     if is_set(obj.get("parametersRef")):
         _classic_error(findings, "parametersRef", "ResourceClass.parametersRef (vendor class parameters)")
         return None
@@ -91,7 +91,7 @@ def device_class_from_structured(obj: dict[str, Any], findings: Findings) -> dic
 
 
 def claim_spec_from_v1alpha2(spec: dict[str, Any], base: tuple[str, ...], findings: Findings) -> dict[str, Any] | None:
-    """`resourceClassName` (+ allocationMode) -> one device request (dra-api.md 2.2)."""
+    """`resourceClassName` (+ allocationMode) -> one device request (docs/dra-api.md 2.2)."""
     if is_set(spec.get("parametersRef")):
         ref = spec["parametersRef"]
         kind = ref.get("kind") if isinstance(ref, dict) else None
@@ -157,7 +157,7 @@ def claim_spec_from_hub_shaped(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def slice_from_v1alpha2(obj: dict[str, Any], findings: Findings) -> dict[str, Any] | None:
-    """1.30 named-resources slice -> v1 devices (dra-api.md 2.4 mappings)."""
+    """1.30 named-resources slice -> v1 devices (docs/dra-api.md 2.4 mappings)."""
     named = (obj.get("namedResources") or {}).get("instances")
     if not isinstance(named, list):
         findings.error("slice-not-named-resources", "namedResources", "only namedResources slices can be converted")

@@ -33,7 +33,7 @@ def basic_devices(release: Release, version: str) -> bool:
 
 
 def flatten_claim_spec(spec: dict[str, Any]) -> dict[str, Any]:
-    """v1 `exactly.*` back to the request level (v1beta1; dra-api.md 2.2 "Reverse direction")."""
+    """v1 `exactly.*` back to the request level (v1beta1; docs/dra-api.md 2.2 "Reverse direction")."""
     out = plain_copy(spec)
     for request in (out.get("devices") or {}).get("requests") or []:
         exactly = request.pop("exactly", None)
