@@ -6,16 +6,13 @@ RBAC, a hardened highly available Deployment, certificate wiring) and every obje
 has a schema is validated against Kubernetes 1.34 in strict mode. cert-manager's CRDs have no
 schema there; the test names exactly which objects it could not validate.
 
-kubectl is found via $KUBECTL, then PATH, then the e2e cache
-(${DRA_MIGRATE_CACHE:-~/.cache/dra-migrate}/k8s-v1.34.*/kubectl). Without one the tests skip,
-except with CI=true, where they fail.
+kubectl is found as deploy_support.py says. Without one the tests skip, except with CI=true,
+where they fail.
 """
 
 from __future__ import annotations
 
 import base64
-import datetime as dt
-import os
 import re
 import shutil
 import subprocess
@@ -28,9 +25,7 @@ import kubernetes_validate
 import pytest
 import yaml
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from deploy_support import ThrowawayCerts, kustomize_build, of_kind, one, ref, write_throwaway_certs
 
 from dra_migrate.configfile import parse_settings
 
@@ -101,125 +96,7 @@ MATCH_CONDITIONS_MARKER = "# generated: dra-migrate webhook match-conditions"
 PLACEHOLDER_CONDITION = "requests-mapped-resource-or-pins-node"
 
 
-# --------------------------------------------------------------------------- kubectl
-
-
-def _cache_root() -> Path:
-    configured = os.environ.get("DRA_MIGRATE_CACHE")
-    return Path(configured) if configured else Path.home() / ".cache" / "dra-migrate"
-
-
-def _version_key(path: Path) -> tuple[int, ...]:
-    # .../k8s-v1.34.2/kubectl -> (1, 34, 2)
-    return tuple(int(n) for n in re.findall(r"\d+", path.parent.name.removeprefix("k8s-v")))
-
-
-def find_kubectl() -> str | None:
-    """$KUBECTL, then PATH, then the newest cached e2e build of kubectl 1.34."""
-    configured = os.environ.get("KUBECTL")
-    if configured:
-        found = shutil.which(configured)
-        if found is None:
-            pytest.fail(f"KUBECTL={configured!r} is not an executable file")
-        return found
-    on_path = shutil.which("kubectl")
-    if on_path:
-        return on_path
-    cached = [p for p in _cache_root().glob("k8s-v1.34.*/kubectl") if os.access(p, os.X_OK)]
-    if cached:
-        return str(max(cached, key=_version_key))
-    return None
-
-
-@pytest.fixture(scope="module")
-def kubectl() -> str:
-    found = find_kubectl()
-    if found is None:
-        message = (
-            "kubectl not found: set $KUBECTL, put kubectl on PATH, or build it with "
-            f"tests/e2e/build-control-plane.sh (looked in {_cache_root()}/k8s-v1.34.*/kubectl)"
-        )
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    return found
-
-
-def kustomize_build(kubectl: str, directory: Path) -> list[Obj]:
-    result = subprocess.run(
-        [kubectl, "kustomize", str(directory)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert result.returncode == 0, f"kubectl kustomize {directory} failed:\n{result.stderr}"
-    docs = [doc for doc in yaml.safe_load_all(result.stdout) if doc is not None]
-    assert all(isinstance(doc, dict) for doc in docs), "kustomize output holds a non-object document"
-    return docs
-
-
-# --------------------------------------------------------------------------- throwaway certificates
-
-
-@dataclass(frozen=True)
-class ThrowawayCerts:
-    ca_pem: bytes
-    tls_crt_pem: bytes
-
-
-def write_throwaway_certs(out: Path, service: str, namespace: str) -> ThrowawayCerts:
-    """What `dra-migrate certs generate` writes (ca.crt ca.key tls.crt tls.key), made here
-    with cryptography so this test does not depend on the project's own cert code."""
-    now = dt.datetime.now(dt.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "dra-migrate test CA")])
-    ca_cert = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + dt.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .sign(ca_key, hashes.SHA256())
-    )
-    leaf_key = ec.generate_private_key(ec.SECP256R1())
-    dns_names = [
-        service,
-        f"{service}.{namespace}",
-        f"{service}.{namespace}.svc",
-        f"{service}.{namespace}.svc.cluster.local",
-    ]
-    leaf_cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, dns_names[2])]))
-        .issuer_name(ca_name)
-        .public_key(leaf_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + dt.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(n) for n in dns_names]), critical=False)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-
-    def key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
-        return key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-
-    certs = ThrowawayCerts(
-        ca_pem=ca_cert.public_bytes(serialization.Encoding.PEM),
-        tls_crt_pem=leaf_cert.public_bytes(serialization.Encoding.PEM),
-    )
-    out.mkdir(parents=True)
-    (out / "ca.crt").write_bytes(certs.ca_pem)
-    (out / "ca.key").write_bytes(key_pem(ca_key))
-    (out / "tls.crt").write_bytes(certs.tls_crt_pem)
-    (out / "tls.key").write_bytes(key_pem(leaf_key))
-    return certs
+# --------------------------------------------------------------------------- builds
 
 
 @dataclass(frozen=True)
@@ -255,20 +132,6 @@ def builds(kubectl: str, deploy_copy: DeployCopy) -> dict[str, list[Obj]]:
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def ref(obj: Obj) -> str:
-    return f"{obj['apiVersion']} {obj['kind']}/{obj['metadata']['name']}"
-
-
-def of_kind(objs: list[Obj], kind: str) -> list[Obj]:
-    return [o for o in objs if o["kind"] == kind]
-
-
-def one(objs: list[Obj], kind: str, name: str | None = None) -> Obj:
-    found = [o for o in of_kind(objs, kind) if name is None or o["metadata"]["name"] == name]
-    assert len(found) == 1, f"expected exactly one {kind} {name or ''}, found {[ref(o) for o in found]}"
-    return found[0]
 
 
 def container(deployment: Obj) -> Obj:
