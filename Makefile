@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: setup demo test lint e2e-bins e2e bench releases clean
+.PHONY: setup demo test lint e2e-bins helm-bin e2e bench releases clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,7 +34,11 @@ test: lint
 e2e-bins:
 	bash tests/e2e/build-control-plane.sh
 
-e2e: $(STAMP) e2e-bins
+## helm for the chart tests, built from Go modules into ~/.cache/dra-migrate/helm-<version>/ (reused).
+helm-bin:
+	bash tests/deploy/build-helm.sh
+
+e2e: $(STAMP) e2e-bins helm-bin
 	$(BIN)/pytest -q tests/e2e
 
 ## The engine's release table, generated from the Kubernetes sources pinned in tools/releasegen/releases.txt.
