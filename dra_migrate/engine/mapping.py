@@ -101,6 +101,9 @@ def request_name_for(resource: str) -> str:
     return label or "devices"
 
 
+_CACHE_MAX = 4096
+
+
 class MappingTable:
     """Ordered lookup: user entries first (they override built-ins with the same key), then built-ins."""
 
@@ -112,6 +115,8 @@ class MappingTable:
 
     def resolve(self, resource: str) -> DeviceRequestSpec | Unconvertible | None:
         if resource not in self._cache:
+            if len(self._cache) >= _CACHE_MAX:  # names come from user input: keep the memory bounded
+                self._cache.clear()
             self._cache[resource] = self._resolve(resource)
         return self._cache[resource]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Container
+from collections.abc import Container, Iterable
 
 LABEL_MAX = 63
 
@@ -22,12 +22,26 @@ def to_label(text: str, max_length: int = LABEL_MAX) -> str:
     return f"{label[: max_length - len(suffix) - 1].rstrip('-')}-{suffix}"
 
 
+class TakenLabels(set[str]):
+    """Labels in use, plus the next free number of each numbered base, so that numbering
+    n labels of one base costs n steps rather than n squared."""
+
+    def __init__(self, labels: Iterable[str] = ()) -> None:
+        super().__init__(labels)
+        self.next_number: dict[str, int] = {}
+
+
 def unique_label(base: str, taken: Container[str]) -> str:
     """`base`, else `base-2`, `base-3`... each still a valid label."""
     candidate = to_label(base)
-    number = 2
-    while candidate in taken:
+    if candidate not in taken:
+        return candidate
+    numbers = taken.next_number if isinstance(taken, TakenLabels) else {}
+    number = numbers.get(base, 2)
+    while True:
         tail = f"-{number}"
         candidate = f"{to_label(base, LABEL_MAX - len(tail))}{tail}"
         number += 1
-    return candidate
+        if candidate not in taken:
+            numbers[base] = number
+            return candidate

@@ -36,7 +36,7 @@ from dra_migrate.engine.mapping import (
     Unconvertible,
     is_extended_resource,
 )
-from dra_migrate.engine.names import unique_label
+from dra_migrate.engine.names import TakenLabels, unique_label
 from dra_migrate.engine.quantity import QuantityError, device_count
 from dra_migrate.engine.strategy import Path, Route, decide
 from dra_migrate.engine.templates import build_template
@@ -50,6 +50,8 @@ class ContainerRef:
     container: dict[str, Any]
     init: bool
     sidecar: bool
+    # Whole-claim entries of resources.claims, collected on first use: adding n claims stays linear.
+    claim_names: set[object] | None = None
 
     @property
     def name(self) -> str:
@@ -299,12 +301,15 @@ def _best_subset(pool: list[PodClaim], need: int) -> list[PodClaim]:
     return list(best[reachable[0]]) if reachable else list(pool)
 
 
-def _add_container_claim(container: dict[str, Any], claim_name: str) -> None:
-    resources = container.setdefault("resources", {})
+def _add_container_claim(ref: ContainerRef, claim_name: str) -> None:
+    resources = ref.container.setdefault("resources", {})
     claims = resources.get("claims")
     if not isinstance(claims, list):  # absent or `claims: null`
         claims = resources["claims"] = []
-    if not any(c.get("name") == claim_name and not c.get("request") for c in claims if isinstance(c, dict)):
+    if ref.claim_names is None:
+        ref.claim_names = {c.get("name") for c in claims if isinstance(c, dict) and not c.get("request")} - {None}
+    if claim_name not in ref.claim_names:
+        ref.claim_names.add(claim_name)
         claims.append({"name": claim_name})
 
 
@@ -336,7 +341,7 @@ def convert_pod_spec(
         return out
     existing = pod_spec.get("resourceClaims")
     pod_claims: list[dict[str, Any]] = existing if isinstance(existing, list) else []
-    taken = {str(c.get("name")) for c in pod_claims if isinstance(c, dict)}
+    taken = TakenLabels(str(c.get("name")) for c in pod_claims if isinstance(c, dict))
 
     def new_claim(owner: ContainerRef, need: DeviceNeed, count: int) -> PodClaim:
         template = build_template(need.spec, count, namespace)
@@ -348,8 +353,10 @@ def convert_pod_spec(
         return claim
 
     position = {id(ref.container): order for order, ref in enumerate(refs)}
-    for identity in dict.fromkeys(n.spec.identity() for n in needs):
-        group = [n for n in needs if n.spec.identity() == identity]
+    groups: dict[object, list[DeviceNeed]] = {}
+    for need in needs:  # one pass: identity() serializes the spec
+        groups.setdefault(need.spec.identity(), []).append(need)
+    for group in groups.values():
         # Keyed by need, not container: one container may ask for two resource names of one identity.
         owned: dict[int, PodClaim] = {}
         for need in sorted((n for n in group if n.ref.long_running), key=lambda n: position[id(n.ref.container)]):
@@ -381,7 +388,7 @@ def convert_pod_spec(
 def _attach(need: DeviceNeed, claims: Iterable[PodClaim], findings: Findings, base: PathParts) -> None:
     claims = list(claims)
     for claim in claims:
-        _add_container_claim(need.ref.container, claim.name)
+        _add_container_claim(need.ref, claim.name)
     _remove_resource(need.ref.container, need.resource)
     visible = sum(c.count for c in claims)
     path = json_path(*base, *need.ref.where, "resources")

@@ -26,6 +26,10 @@ _SUFFIXES = {
 _QUANTITY = re.compile(r"([+-]?(?:\d+\.?\d*|\.\d+))(?:(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])|[eE]([+-]?\d+))?")
 
 
+# Kubernetes keeps integer quantities in an int64.
+_INT64_MAX = Decimal(2**63 - 1)
+
+
 class QuantityError(ValueError):
     pass
 
@@ -45,13 +49,18 @@ def parse_quantity(value: object) -> Decimal:
     except InvalidOperation as exc:  # pragma: no cover - the regex admits only decimals
         raise QuantityError(f"{value!r} is not a quantity") from exc
     if exponent is not None:
-        return base.scaleb(int(exponent))
+        try:
+            return base.scaleb(int(exponent))
+        except ArithmeticError:  # beyond Decimal's exponent range, e.g. "1E9999999"
+            raise QuantityError(f"{value!r} is out of range") from None
     return base * _SUFFIXES[suffix or ""]
 
 
 def device_count(value: object) -> int:
     """A whole, non-negative device count; extended resources cannot be fractional."""
     quantity = parse_quantity(value)
+    if not quantity.is_finite() or abs(quantity) > _INT64_MAX:  # also before int(): 1E900000 has 900,001 digits
+        raise QuantityError(f"{value!r} is out of range")
     if quantity < 0:
         raise QuantityError(f"{value!r} is negative")
     if quantity != quantity.to_integral_value():
