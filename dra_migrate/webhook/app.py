@@ -87,14 +87,21 @@ def _read_body() -> bytes:
     return raw
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 def _read_review() -> AdmissionRequest:
     if request.mimetype != JSON:
         raise RequestProblemError(415, f"Content-Type must be {JSON}, got {request.content_type or 'none'!r}")
     raw = _read_body()
     try:
-        body = json.loads(raw)
+        body = json.loads(raw, parse_constant=_no_constant)
     except (ValueError, UnicodeDecodeError) as exc:
         raise RequestProblemError(400, f"body is not valid JSON: {exc}") from None
+    except RecursionError:
+        # Go's JSON (the apiserver's) nests up to 10,000 levels, Python's parser about 900.
+        raise RequestProblemError(400, "body is JSON nested deeper than this server parses") from None
     try:
         return parse_review(body)
     except InvalidReviewError as exc:

@@ -32,6 +32,7 @@ from dra_migrate.webhook.envelope import AdmissionRequest, AdmissionResponse
 from dra_migrate.webhook.extended import ClassesByResource, ExtendedResourceIndex, without_resources
 from dra_migrate.webhook.optout import opt_out_reason
 from dra_migrate.webhook.patch import make_patch
+from dra_migrate.webhook.podcheck import limit_problem, shape_problem, without_managed_fields
 from dra_migrate.webhook.podresources import converted_resources, convertible, requested_resources
 from dra_migrate.webhook.policy import WebhookPolicy
 from dra_migrate.webhook.resource_api import ApiError
@@ -50,6 +51,7 @@ class Outcome(enum.StrEnum):
     DENIED_API_UNAVAILABLE = "denied_api_unavailable"
     ADMITTED_API_UNAVAILABLE = "admitted_api_unavailable"
     DENIED_ERROR = "denied_error"
+    DENIED_INVALID = "denied_invalid"
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +105,8 @@ class Reviewer:
     def review(self, request: AdmissionRequest) -> Decision:
         try:
             return self._review(request)
+        except RecursionError:  # only user-made JSON nests this deep outside managedFields
+            return _deny(Outcome.DENIED_INVALID, 400, "dra-migrate: the pod is nested too deeply to be a real Pod")
         except Exception as exc:
             log.exception("review %s failed", request.uid)
             return _deny(
@@ -113,13 +117,19 @@ class Reviewer:
             )
 
     def _review(self, request: AdmissionRequest) -> Decision:
-        pod = request.object
-        if request.operation != "CREATE" or not request.is_pod or pod is None:
+        if request.operation != "CREATE" or not request.is_pod or request.object is None:
             return Decision(Outcome.IGNORED, AdmissionResponse(allowed=True))
+        pod = without_managed_fields(request.object)
+        shape = shape_problem(pod)
+        if shape is not None:
+            return _deny(Outcome.DENIED_INVALID, shape.code, shape.message)
         reason = opt_out_reason(pod)
         if reason is not None:
             annotations = messages.audit_annotations({"decision": _decision_text(Outcome.OPTED_OUT), "reason": reason})
             return Decision(Outcome.OPTED_OUT, AdmissionResponse(allowed=True, audit_annotations=annotations))
+        too_big = limit_problem(pod, self._config)
+        if too_big is not None:
+            return _deny(Outcome.DENIED_INVALID, too_big.code, too_big.message)
 
         config, served_notes = self._effective_config(pod)
         result = convert(pod, config)

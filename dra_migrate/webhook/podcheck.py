@@ -1,0 +1,186 @@
+"""What a Pod must look like before the engine sees it: the types of the fields it reads, and limits.
+
+kube-apiserver decodes every Pod into its typed struct before admission, so the fields the engine
+reads always have their schema types there (tests/webhook checks this table against the Pod
+OpenAPI schema). A review with other types was sent by something else, straight to /mutate:
+it is denied with code 400 and the first wrong field, never with a traceback.
+
+The apiserver sets no count limit on containers, resource entries or claims (none in the core
+validation of 1.34 to 1.37); its limits are sizes: 3 MiB per request, 1.5 MiB per object in etcd.
+The webhook's own limit comes from DRA: kube-scheduler turns a pod's extended resources into one
+ResourceClaim with one device request per container and resource (KEP-5004), and a claim holds at
+most 32 requests (DeviceRequestsMaxSize). A pod with more mapped (container, resource) requests than
+that is denied with code 422 before any conversion work, so a review's work stays small and linear.
+
+`metadata.managedFields` is the one part of a Pod the apiserver passes through free-form (FieldsV1
+may nest hundreds of levels deep). Nothing here reads it, so it is set aside before conversion; the
+patch never touches it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from dra_migrate.engine import Config, DeviceRequestSpec
+
+MAX_MAPPED_REQUESTS = 32  # DeviceRequestsMaxSize: device requests in one ResourceClaim
+
+
+@dataclass(frozen=True, slots=True)
+class PodProblem:
+    code: int
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class ListOf:
+    item: Shape
+
+
+@dataclass(frozen=True, slots=True)
+class MapOf:
+    value: Shape
+
+
+# A leaf is a tuple of accepted JSON types; an object is a dict of the fields that are checked.
+Shape = tuple[type, ...] | dict[str, "Shape"] | ListOf | MapOf
+
+STRING: tuple[type, ...] = (str,)
+# Quantities arrive as strings from the apiserver; plain JSON numbers are read as well.
+QUANTITY: tuple[type, ...] = (str, int, float)
+
+RESOURCES: dict[str, Shape] = {
+    "limits": MapOf(QUANTITY),
+    "requests": MapOf(QUANTITY),
+    "claims": ListOf({"name": STRING, "request": STRING}),
+}
+CONTAINER: dict[str, Shape] = {
+    "name": STRING,
+    "restartPolicy": STRING,
+    "resources": RESOURCES,
+    "env": ListOf({"name": STRING, "valueFrom": {"resourceFieldRef": {"resource": STRING}}}),
+}
+NODE_SELECTOR_TERM: dict[str, Shape] = {
+    "matchFields": ListOf({"key": STRING, "operator": STRING, "values": ListOf(STRING)}),
+}
+POD: dict[str, Shape] = {
+    "apiVersion": STRING,
+    "kind": STRING,
+    "metadata": {
+        "name": STRING,
+        "generateName": STRING,
+        "namespace": STRING,
+        "labels": MapOf(STRING),
+        "annotations": MapOf(STRING),
+    },
+    "spec": {
+        "containers": ListOf(CONTAINER),
+        "initContainers": ListOf(CONTAINER),
+        "ephemeralContainers": ListOf(CONTAINER),
+        "resourceClaims": ListOf(
+            {
+                "name": STRING,
+                "resourceClaimName": STRING,
+                "resourceClaimTemplateName": STRING,
+                "source": {"resourceClaimName": STRING, "resourceClaimTemplateName": STRING},
+            }
+        ),
+        "nodeName": STRING,
+        "nodeSelector": MapOf(STRING),
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": ListOf(NODE_SELECTOR_TERM)}
+            }
+        },
+    },
+}
+_JSON_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "a boolean"}
+
+
+class _WrongTypeError(Exception):
+    def __init__(self, path: str, expected: str, value: Any) -> None:
+        super().__init__(f"{path} must be {expected}, not {_describe(value)}")
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    text = repr(value)
+    return f"{_JSON_NAMES.get(type(value), type(value).__name__)} ({text[:40]}{'...' if len(text) > 40 else ''})"
+
+
+def _check(value: Any, shape: Shape, path: str) -> None:
+    """Raise _WrongTypeError for the first value that does not have its shape; null means absent."""
+    if value is None:
+        return
+    if isinstance(shape, tuple):
+        # bool is an int in Python, never in JSON.
+        if not isinstance(value, shape) or (isinstance(value, bool) and bool not in shape):
+            raise _WrongTypeError(path, " or ".join(_JSON_NAMES[t] for t in shape), value)
+    elif isinstance(shape, ListOf):
+        if not isinstance(value, list):
+            raise _WrongTypeError(path, "a list", value)
+        for index, item in enumerate(value):
+            _check(item, shape.item, f"{path}[{index}]")
+    elif isinstance(shape, MapOf):
+        if not isinstance(value, dict):
+            raise _WrongTypeError(path, "an object", value)
+        for key, item in value.items():
+            _check(item, shape.value, f"{path}[{key!r}]")
+    else:
+        if not isinstance(value, dict):
+            raise _WrongTypeError(path, "an object", value)
+        for key, field_shape in shape.items():
+            if key in value:
+                _check(value[key], field_shape, f"{path}.{key}" if path else key)
+
+
+def shape_problem(pod: Mapping[str, Any]) -> PodProblem | None:
+    try:
+        _check(pod, POD, "")
+    except _WrongTypeError as wrong:
+        return PodProblem(400, f"dra-migrate: not a Pod as kube-apiserver sends it: {wrong}")
+    return None
+
+
+def mapped_requests(pod: Mapping[str, Any], config: Config) -> list[str]:
+    """`<container>: <resource>` for each container and mapped resource it asks for (shape already checked)."""
+    spec = pod.get("spec") or {}
+    found: list[str] = []
+    for kind in ("initContainers", "containers"):
+        for container in spec.get(kind) or ():
+            resources = (container or {}).get("resources") or {}
+            names = {*(resources.get("limits") or ()), *(resources.get("requests") or ())}
+            found += [
+                f"{container.get('name')}: {name}"
+                for name in sorted(names)
+                if isinstance(config.mappings.resolve(name), DeviceRequestSpec)
+            ]
+    return found
+
+
+def limit_problem(pod: Mapping[str, Any], config: Config) -> PodProblem | None:
+    requests = mapped_requests(pod, config)
+    if len(requests) <= MAX_MAPPED_REQUESTS:
+        return None
+    shown = ", ".join(requests[:3])
+    return PodProblem(
+        422,
+        f"dra-migrate: the pod asks for {len(requests)} device-plugin resources across its containers "
+        f"({shown}, ...); at most {MAX_MAPPED_REQUESTS} are converted per pod, the number of device requests "
+        "one ResourceClaim can hold. Ask for fewer, or label the pod dra-migrate.io/skip=true",
+    )
+
+
+def without_managed_fields(pod: dict[str, Any]) -> dict[str, Any]:
+    """The pod minus metadata.managedFields (a shallow copy when there are any)."""
+    metadata = pod.get("metadata")
+    if not isinstance(metadata, dict) or "managedFields" not in metadata:
+        return pod
+    return {**pod, "metadata": {key: value for key, value in metadata.items() if key != "managedFields"}}
