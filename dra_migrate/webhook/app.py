@@ -23,6 +23,7 @@ from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
 from dra_migrate.webhook import metrics
+from dra_migrate.webhook.deadline import review_deadline
 from dra_migrate.webhook.envelope import (
     AdmissionRequest,
     AdmissionResponse,
@@ -121,12 +122,14 @@ def create_app(
     @app.post("/mutate")
     def mutate() -> Response:
         started = time.perf_counter()
+        arrived = time.monotonic()
         try:
             admission = _read_review()
         except RequestProblemError as problem:
             metrics.record_review(metrics.INVALID_OUTCOME, time.perf_counter() - started)
             return _problem_response(problem)
-        decision = reviewer.review(admission)
+        with review_deadline(arrived):
+            decision = reviewer.review(admission)
         response = _json_response(render_review(admission.api_version, admission.uid, decision.response))
         metrics.record_review(str(decision.outcome), time.perf_counter() - started, decision.converted, mode)
         return response

@@ -7,14 +7,21 @@ these parsers, and flask, gunicorn and the kubernetes client load only for `serv
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dra_migrate.exits import fail
+
+if TYPE_CHECKING:
+    from kubernetes.client import Configuration
+
+    from dra_migrate.configfile import Settings
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
@@ -40,7 +47,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="kubeconfig for local runs (default: KUBECONFIG, in-cluster service account, ~/.kube/config)",
     )
     serve.add_argument("--workers", type=_positive, default=2, help="worker processes (default: 2)")
-    serve.add_argument("--threads", type=_positive, default=4, help="threads per worker (default: 4)")
     serve.add_argument("--log-level", choices=LOG_LEVELS, default="info")
     serve.add_argument("--access-log", action="store_true", help="log every request to stderr")
     serve.add_argument(
@@ -75,6 +81,54 @@ def match_conditions_command(args: argparse.Namespace) -> int:
 
 
 def serve_command(args: argparse.Namespace) -> int:
+    """Check the configuration, certificate and API access here, then serve from a fresh
+    interpreter (webhook/launch.py) that gevent patches before anything else is imported:
+    ssl, urllib3 and the Kubernetes client imported unpatched would block a whole worker
+    process on each API call (and urllib3 breaks when ssl is patched under it)."""
+    prepared = _prepare(args)
+    if isinstance(prepared, int):
+        return prepared
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(sys.executable, [sys.executable, "-m", "dra_migrate.webhook.launch", *_serve_argv(args)])
+
+
+def run_server(args: argparse.Namespace) -> int:
+    """`serve` in the patched interpreter (webhook/launch.py)."""
+    _raise_open_files_limit()
+    prepared = _prepare(args)
+    if isinstance(prepared, int):
+        return prepared
+    settings, kube = prepared
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        format="[%(asctime)s] [%(process)d] [%(levelname)s] %(name)s: %(message)s",
+    )
+    if settings.config.target.notice:  # a target newer than the release table: said once, at start
+        logging.getLogger("dra_migrate.webhook").warning("%s", settings.config.target.notice)
+    # Must be set before prometheus_client is imported (it picks its value class then).
+    metrics_dir = tempfile.mkdtemp(prefix="dra-migrate-metrics-")
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
+    try:
+        from dra_migrate.webhook.server import ServeOptions, run
+
+        options = ServeOptions(
+            cert=args.cert,
+            key=args.key,
+            port=args.port,
+            host=args.host,
+            workers=args.workers,
+            noop_route=args.noop_route,
+            log_level=args.log_level,
+            access_log=args.access_log,
+        )
+        return run(options, settings, kube)
+    finally:
+        shutil.rmtree(metrics_dir, ignore_errors=True)
+
+
+def _prepare(args: argparse.Namespace) -> int | tuple[Settings, Configuration]:
+    """(settings, Kubernetes API configuration), or the exit code after saying what is wrong."""
     from dra_migrate.certs.reload import ReloadingTLSContext, TLSLoadError
     from dra_migrate.configfile import load_settings
     from dra_migrate.engine import ConfigError
@@ -94,33 +148,33 @@ def serve_command(args: argparse.Namespace) -> int:
         kube = load_configuration(args.kubeconfig)
     except KubeConfigError as exc:
         return fail("serve", str(exc))
+    return settings, kube
 
-    logging.basicConfig(
-        level=args.log_level.upper(),
-        format="[%(asctime)s] [%(process)d] [%(levelname)s] %(name)s: %(message)s",
-    )
-    if settings.config.target.notice:  # a target newer than the release table: said once, at start
-        logging.getLogger("dra_migrate.webhook").warning("%s", settings.config.target.notice)
-    # Must be set before prometheus_client is imported (it picks its value class then).
-    metrics_dir = tempfile.mkdtemp(prefix="dra-migrate-metrics-")
-    os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
-    try:
-        from dra_migrate.webhook.server import ServeOptions, run
 
-        options = ServeOptions(
-            cert=args.cert,
-            key=args.key,
-            port=args.port,
-            host=args.host,
-            workers=args.workers,
-            threads=args.threads,
-            noop_route=args.noop_route,
-            log_level=args.log_level,
-            access_log=args.access_log,
-        )
-        return run(options, settings, kube)
-    finally:
-        shutil.rmtree(metrics_dir, ignore_errors=True)
+def _serve_argv(args: argparse.Namespace) -> list[str]:
+    argv = ["--cert", str(args.cert), "--key", str(args.key), "--port", str(args.port), "--host", args.host]
+    argv += ["--workers", str(args.workers), "--log-level", args.log_level]
+    if args.config is not None:
+        argv += ["--config", str(args.config)]
+    if args.kubeconfig is not None:
+        argv += ["--kubeconfig", str(args.kubeconfig)]
+    if args.access_log:
+        argv.append("--access-log")
+    if args.noop_route:
+        argv.append("--noop-route")
+    return argv
+
+
+def _raise_open_files_limit() -> None:
+    """Soft limit up to the hard one: every held connection is a file descriptor, and some
+    container runtimes start processes with a soft limit of 1024."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = 1 << 20 if hard == resource.RLIM_INFINITY else hard
+    if soft != resource.RLIM_INFINITY and soft < target:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
 
 
 def _port(value: str) -> int:

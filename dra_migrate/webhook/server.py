@@ -1,26 +1,27 @@
 """`dra-migrate serve`: the Flask app under gunicorn, over TLS.
 
-Worker model: gunicorn `gthread`, 2 processes x 4 threads by default.
-- Processes, because a review is CPU work in Python (JSON, conversion, JSON Patch) and one
-  process uses one core at most; 2 matches a small webhook pod and this project's
-  benchmark machine. Threads, so a review waiting on the Kubernetes API (template
-  creation, at most 2 x apiTimeoutSeconds) does not hold up the reviews behind it; a
-  gthread worker also holds a thread for a new connection until its first request.
+Worker model: gunicorn with gevent (webhook/worker.py), 2 processes by default.
+- gevent, because connections must not hold request slots: with gunicorn's gthread worker
+  (threads), a handful of idle TLS connections or a burst of slow ones left no thread
+  for reviews, and reviews waiting on an unreachable API queued behind each other. Under
+  gevent a connection is a greenlet: idle, slow and waiting connections cost memory only,
+  up to WORKER_CONNECTIONS per process. A review is short CPU work (its size is bounded,
+  webhook/podcheck.py), so running one at a time per process costs nothing.
+- Processes, because a review is CPU work in Python and one process uses one core at most.
 - Keep-alive: kube-apiserver calls webhooks over HTTP/1.1 (it turns HTTP/2 off for them,
   and this server offers no h2 anyway) and keeps idle connections for up to 90 s (Go's
   default IdleConnTimeout, which client-go's transports inherit). The server keeps them
   for 120 s, longer than the client, so the client always closes first and never sends a
   request on a connection the server is closing (a POST is not retried: the pod create
-  would fail). gthread parks idle connections in its poller, not in a thread, so long
-  keep-alive costs no thread.
-- TLS: certs/reload.py's hook gives each worker a context that picks up rotated files
-  on the next handshake, without a restart and without failed handshakes.
+  would fail). A handshake must finish in 5 s; each read or write may wait 120 s.
+- TLS: certs/reload.py gives each worker a context that picks up rotated files for the
+  next handshake, without a restart and without failed handshakes.
 - Metrics: several processes, so prometheus-client multiprocess mode (webhook/metrics.py);
   `serve` creates the directory and removes it on exit.
 - No preload: each worker builds its own app after the fork, so the Kubernetes client's
-  connection pool and the DeviceClass refresher thread belong to that worker. The
-  configuration is parsed once, before the fork, and is never reloaded: a config change
-  rolls the Deployment (the ConfigMap name carries a content hash).
+  connection pool and the DeviceClass refresher belong to that worker. The configuration
+  is parsed once, before the fork, and is never reloaded: a config change rolls the
+  Deployment (the ConfigMap name carries a content hash).
 - gunicorn's control socket is off: the pod's root filesystem is read-only and nobody
   runs gunicornc there.
 """
@@ -45,11 +46,15 @@ from dra_migrate.webhook.extended import ExtendedResourceIndex
 from dra_migrate.webhook.kube_client import KubeResourceApi
 from dra_migrate.webhook.review import Reviewer
 from dra_migrate.webhook.templates import TemplateEnsurer
+from dra_migrate.webhook.worker import deferred_handshake_setting
 
 # Longer than kube-apiserver's 90 s idle timeout for webhook connections (see above).
 KEEPALIVE_SECONDS = 120
 # terminationGracePeriodSeconds (30) minus the preStop sleep (5), with a margin.
 GRACEFUL_TIMEOUT_SECONDS = 20
+# Connections per process, idle ones included: one file descriptor and about 30 KiB each,
+# so 2 x 4,000 of them stay within the 512 MiB memory limit of deploy/base.
+WORKER_CONNECTIONS = 4000
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +64,6 @@ class ServeOptions:
     port: int = 8443
     host: str = "0.0.0.0"
     workers: int = 2
-    threads: int = 4
     noop_route: bool = False
     log_level: str = "info"
     access_log: bool = False
@@ -72,15 +76,16 @@ def _child_exit(server: Any, worker: Any) -> None:
 def gunicorn_settings(options: ServeOptions, ssl_hook: GunicornSSLContextHook) -> dict[str, Any]:
     return {
         "bind": [f"{options.host}:{options.port}"],
-        "worker_class": "gthread",
+        "worker_class": "dra_migrate.webhook.worker.WebhookWorker",
         "workers": options.workers,
-        "threads": options.threads,
+        "worker_connections": WORKER_CONNECTIONS,
         "keepalive": KEEPALIVE_SECONDS,
         "timeout": 30,
         "graceful_timeout": GRACEFUL_TIMEOUT_SECONDS,
         "certfile": str(options.cert),
         "keyfile": str(options.key),
-        "ssl_context": ssl_hook,
+        "ssl_context": deferred_handshake_setting(ssl_hook),
+        "do_handshake_on_connect": True,  # WebhookWorker does it, with a deadline
         "http_protocols": "h1",
         "preload_app": False,
         "control_socket_disable": True,
@@ -113,6 +118,7 @@ def build_app(
         on_api_error=metrics.api_error,
     )
     index.start()
+    metrics.set_known_resources(config.mappings.exact_names())
     app = create_app(Reviewer(config, ensurer, index, policy=policy), readiness=readiness, noop_route=noop_route)
     # Everything loaded so far (flask, the kubernetes client's models, the engine) lives as
     # long as the worker: keep it out of the collector's full passes, which otherwise scan it
@@ -127,7 +133,12 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no
         self._options = options
         self._settings = settings
         self._kube = kube
-        self._tls = gunicorn_ssl_context_hook(options.cert, options.key)
+        self._tls = gunicorn_ssl_context_hook(
+            options.cert,
+            options.key,
+            on_loaded=lambda info: metrics.certificate_loaded(info.not_after.timestamp()),
+            on_error=lambda message: metrics.certificate_reload_failed(),
+        )
         super().__init__()
 
     def load_config(self) -> None:
@@ -138,14 +149,14 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no
         return build_app(self._settings, self._kube, noop_route=self._options.noop_route, readiness=self.readiness)
 
     def readiness(self) -> list[str]:
-        """Not ready while this worker has no usable certificate. The configuration was
+        """Not ready while this worker serves no certificate, or one that is expired or not
+        valid yet (kube-apiserver would refuse every handshake). The configuration was
         validated before the server started and is never replaced, so it is valid here."""
         reloader = self._tls.reloader
         if reloader is None:
             return ["TLS context not built yet"]
-        if not reloader.loaded:
-            return [f"TLS certificate not loaded: {reloader.last_error}"]
-        return []
+        problem = reloader.certificate_problem()
+        return [f"TLS: {problem}"] if problem else []
 
 
 def run(options: ServeOptions, settings: Settings, kube: k8s.Configuration) -> int:

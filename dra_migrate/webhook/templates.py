@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from dra_migrate.engine import spec_matches
+from dra_migrate.webhook import deadline
 from dra_migrate.webhook.resource_api import AlreadyExistsError, ApiError, ResourceApi
 
 # The deploy's MutatingWebhookConfiguration timeoutSeconds is sized for "a get and a create"
@@ -47,7 +48,8 @@ class Budget:
     def __init__(self, per_call: float, calls: int = BUDGET_CALLS, clock: Callable[[], float] = time.monotonic):
         self._per_call = per_call
         self._clock = clock
-        self._deadline = clock() + per_call * calls
+        left = deadline.remaining()  # the review's own deadline (webhook/deadline.py), if any
+        self._deadline = clock() + min(per_call * calls, per_call * calls if left is None else left)
 
     def timeout(self, operation: str) -> float:
         left = self._deadline - self._clock()

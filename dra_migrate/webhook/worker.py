@@ -1,0 +1,75 @@
+"""The gunicorn worker: gevent, with a bounded TLS handshake on the newest certificate.
+
+With gevent every connection is a greenlet: an idle or slow connection costs some memory
+(about 30 KiB with its TLS state), never one of a few request slots, so no number of held
+connections below `worker_connections` delays a review. The process must be monkey-patched
+before anything imports ssl or the Kubernetes client (`serve` does it first thing), so that
+the client's calls to the API wait cooperatively too.
+
+gevent's own server would do the TLS handshake before gunicorn sees the connection, with
+no time limit and with the SNI callback handed the raw socket (which has no `.context` to
+switch). Here the accepted socket is wrapped without handshaking, on the newest certificate
+(certs/reload.py), and the handshake runs in the connection's greenlet with a deadline.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Callable
+from typing import Any
+
+import gevent
+from gunicorn import util
+from gunicorn.workers.base_async import AsyncWorker
+from gunicorn.workers.ggevent import GeventWorker
+
+from dra_migrate.certs.reload import GunicornSSLContextHook
+
+# A client that has not finished its handshake by then is not kube-apiserver (Go's own
+# client gives up after 10 s, and its handshakes take milliseconds).
+HANDSHAKE_TIMEOUT_SECONDS = 5.0
+
+
+class HandshakeTimeoutError(Exception):
+    pass
+
+
+class DeferredHandshake:
+    """What gevent's StreamServer calls to wrap an accepted socket (`ssl_context.wrap_socket`)."""
+
+    def __init__(self, current: Callable[[], ssl.SSLContext | None]) -> None:
+        self._current = current
+
+    def wrap_socket(self, sock: Any, server_side: bool = True, **_ignored: Any) -> ssl.SSLSocket:
+        context = self._current()
+        if context is None:
+            raise ssl.SSLError("no TLS certificate loaded yet")
+        return context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+
+
+def deferred_handshake_setting(hook: GunicornSSLContextHook) -> Callable[[Any, Any], DeferredHandshake]:
+    """Value of gunicorn's `ssl_context` setting for WebhookWorker (gunicorn checks its arity: 2)."""
+
+    def ssl_context(config: Any, default_ssl_context_factory: Any) -> DeferredHandshake:
+        hook(config, default_ssl_context_factory)  # builds this worker's reloading context
+        reloader = hook.reloader
+        assert reloader is not None
+        return DeferredHandshake(reloader.current_context)
+
+    return ssl_context
+
+
+class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no type hints
+    def handle(self, listener: Any, client: Any, addr: Any) -> None:
+        try:
+            client.settimeout(HANDSHAKE_TIMEOUT_SECONDS)
+            with gevent.Timeout(HANDSHAKE_TIMEOUT_SECONDS, HandshakeTimeoutError):
+                client.do_handshake()
+        except (HandshakeTimeoutError, OSError) as exc:  # ssl.SSLError is an OSError
+            self.log.debug("TLS handshake with %s failed: %s", addr, exc)
+            util.close(client)
+            return
+        # Each read and write may wait as long as an idle kept-alive connection, no longer:
+        # a request that stalls half-way ends too.
+        client.settimeout(self.cfg.keepalive)
+        AsyncWorker.handle(self, listener, client, addr)

@@ -1,0 +1,237 @@
+"""Load and chaos against the real server: held connections, a hung Kubernetes API, the review deadline.
+
+Every review must be answered within kube-apiserver's timeout for the webhook (5 s in deploy/base):
+that is what the client timeout below enforces. Latency figures belong to bench/webhook.py.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, suppress
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakekube import FakeKube, FakeKubeServer
+from webhook_support import ServerProcess, StartServer, gpu_pod, make_review
+
+from dra_migrate.engine import default_config
+from dra_migrate.webhook.deadline import MARGIN_SECONDS, REVIEW_SECONDS, review_deadline
+from dra_migrate.webhook.envelope import parse_review
+from dra_migrate.webhook.review import Outcome, Reviewer
+from dra_migrate.webhook.templates import TemplateEnsurer
+
+APISERVER_TIMEOUT_S = REVIEW_SECONDS  # timeoutSeconds of the MutatingWebhookConfiguration
+
+
+def tls_context(tls_dir: Path) -> ssl.SSLContext:
+    return ssl.create_default_context(cafile=str(tls_dir / "ca.crt"))
+
+
+def connect(port: int, context: ssl.SSLContext) -> http.client.HTTPSConnection:
+    connection = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=APISERVER_TIMEOUT_S)
+    connection.connect()
+    return connection
+
+
+def review_once(
+    port: int, context: ssl.SSLContext, review: dict[str, Any], connection: http.client.HTTPSConnection | None = None
+) -> dict[str, Any]:
+    """POST (on a fresh connection unless given one) and read the answer; 5 s at most, as kube-apiserver."""
+    connection = connection or connect(port, context)
+    try:
+        connection.request("POST", "/mutate", json.dumps(review), {"Content-Type": "application/json"})
+        answer = connection.getresponse()
+        body = answer.read()
+    finally:
+        connection.close()
+    assert answer.status == 200, body[:300]
+    response: dict[str, Any] = json.loads(body)["response"]
+    assert response["uid"] == review["request"]["uid"]
+    return response
+
+
+class HeldConnections:
+    """Idle TLS connections (handshake done, nothing sent), slow-header ones (a header line
+    every second, never finishing) and plain TCP ones (no handshake), all kept open."""
+
+    def __init__(self, port: int, context: ssl.SSLContext) -> None:
+        self._port = port
+        self._context = context
+        self._stack = ExitStack()
+        self._slow: list[ssl.SSLSocket] = []
+        self._stop = threading.Event()
+        self._trickler = threading.Thread(target=self._trickle, daemon=True)
+        self.idle = 0
+
+    def _tls(self) -> ssl.SSLSocket:
+        raw = socket.create_connection(("127.0.0.1", self._port), timeout=30)
+        return self._stack.enter_context(self._context.wrap_socket(raw, server_hostname="127.0.0.1"))
+
+    def open(self, idle_tls: int, slow_headers: int, plain_tcp: int) -> HeldConnections:
+        for _ in range(idle_tls):
+            self._tls()
+            self.idle += 1
+        for _ in range(slow_headers):
+            connection = self._tls()
+            connection.sendall(b"POST /mutate HTTP/1.1\r\nHost: webhook\r\nContent-Type: application/json\r\n")
+            self._slow.append(connection)
+        for _ in range(plain_tcp):
+            self._stack.enter_context(socket.create_connection(("127.0.0.1", self._port), timeout=30))
+        self._trickler.start()
+        return self
+
+    def _trickle(self) -> None:
+        line = 0
+        while not self._stop.wait(1.0):
+            line += 1
+            for connection in self._slow:
+                with suppress(OSError):
+                    connection.sendall(b"X-Slow-%d: y\r\n" % line)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._trickler.is_alive():
+            self._trickler.join()
+        self._stack.close()
+
+
+@pytest.fixture
+def fake_api() -> Iterator[FakeKubeServer]:
+    with FakeKubeServer() as server:
+        yield server
+
+
+def test_held_connections_do_not_starve_reviews(
+    start_server: StartServer, tls_dir: Path, fake_api: FakeKubeServer, tmp_path: Path
+) -> None:
+    """2,000 idle TLS + 200 slow-header + 200 plain TCP connections; every review still answered in time."""
+    server: ServerProcess = start_server(kubeconfig=fake_api.write_kubeconfig(tmp_path / "kubeconfig"))
+    context = tls_context(tls_dir)
+    held = HeldConnections(server.port, context).open(idle_tls=2000, slow_headers=200, plain_tcp=200)
+    try:
+        for index in range(100):
+            response = review_once(server.port, context, make_review(gpu_pod(f"p{index}")))
+            assert response["allowed"] and response["patchType"] == "JSONPatch"
+        # The probes answer too (the kubelet's, through the same port).
+        assert server.session.get(f"{server.url}/readyz", timeout=APISERVER_TIMEOUT_S).status_code == 200
+    finally:
+        held.close()
+    assert "Traceback" not in server.log(), server.log()[-3000:]
+
+
+def test_plain_tcp_connections_without_a_handshake_are_closed(
+    start_server: StartServer, fake_api: FakeKubeServer, tmp_path: Path
+) -> None:
+    server: ServerProcess = start_server(kubeconfig=fake_api.write_kubeconfig(tmp_path / "kubeconfig"), workers=1)
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as silent:
+        # The server gives up on the handshake after its deadline and closes: EOF, not a hang.
+        assert silent.recv(1) == b""
+
+
+def warm_both_workers(port: int, context: ssl.SSLContext, fake: FakeKube, namespace: str) -> dict[str, Any]:
+    """A review whose template both worker processes have verified (each remembers it)."""
+    review = make_review(gpu_pod("cached"), namespace=namespace)
+    for _ in range(200):
+        assert review_once(port, context, review)["allowed"]
+        if fake.calls_to("GET", f"/namespaces/{namespace}/") >= 2:
+            return review
+    raise AssertionError("one worker process never took a review")
+
+
+@pytest.mark.parametrize("decision", ["admit", "deny"])
+def test_hung_api_with_200_concurrent_reviews(
+    start_server: StartServer, tls_dir: Path, fake_api: FakeKubeServer, tmp_path: Path, decision: str
+) -> None:
+    """The API stops answering: every review gets the apiUnavailable decision in time, and a review
+    whose template is known does not wait behind them."""
+    server: ServerProcess = start_server(
+        kubeconfig=fake_api.write_kubeconfig(tmp_path / "kubeconfig"),
+        config={"webhook": {"apiUnavailable": decision, "apiTimeoutSeconds": 3, "cacheSeconds": 300}},
+    )
+    context = tls_context(tls_dir)
+    cached = warm_both_workers(server.port, context, fake_api.fake, "cached")
+    # Connected (TLS done) beforehand, so the burst below is reviews only, as from a busy apiserver.
+    connections = [connect(server.port, context) for _ in range(200)]
+    fake_api.fake.delay = 60.0  # every API call now hangs, like a stopped kube-apiserver
+    calls_before = len(fake_api.fake.calls)
+
+    finished: list[str] = []
+    answers: dict[int, dict[str, Any] | BaseException] = {}
+    lock = threading.Lock()
+
+    def stuck(index: int) -> None:
+        try:
+            review = make_review(gpu_pod(f"p{index}"), namespace=f"team-{index}")
+            answer: dict[str, Any] | BaseException = review_once(server.port, context, review, connections[index])
+        except BaseException as exc:  # recorded and asserted below
+            answer = exc
+        with lock:
+            answers[index] = answer
+            finished.append("stuck")
+
+    threads = [threading.Thread(target=stuck, args=(index,)) for index in range(200)]
+    for thread in threads:
+        thread.start()
+    # Once all 200 wait on the API (apiTimeoutSeconds: 3 each), the known template's review
+    # must come back before any of their timeouts: it needs no API call.
+    deadline = time.monotonic() + APISERVER_TIMEOUT_S
+    while len(fake_api.fake.calls) - calls_before < 200 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not finished, f"reviews answered before the API timeout: {finished[:3]}"
+    response = review_once(server.port, context, cached)
+    with lock:
+        finished.append("cached")
+    assert response["allowed"] and response["patchType"] == "JSONPatch"
+    for thread in threads:
+        thread.join()
+
+    assert finished.index("cached") == 0, "the review with a known template waited behind the stuck ones"
+    failures = {index: answer for index, answer in answers.items() if isinstance(answer, BaseException)}
+    assert not failures, (
+        f"{len(failures)} reviews not answered in {APISERVER_TIMEOUT_S} s: {list(failures.items())[:3]}"
+    )
+    for answer in answers.values():
+        assert isinstance(answer, dict)
+        if decision == "admit":
+            assert answer["allowed"] and "patch" not in answer
+            assert "WITHOUT conversion" in answer["warnings"][0]
+        else:
+            assert not answer["allowed"] and answer["status"]["code"] == 503
+
+
+def test_no_api_call_starts_after_the_deadline() -> None:
+    """A review that reaches the API step with its time used up answers apiUnavailable and calls nothing."""
+    fake = FakeKube()
+    reviewer = Reviewer(default_config(), TemplateEnsurer(fake, timeout=2, cache_seconds=300))
+    request = parse_review(make_review(gpu_pod()))
+    with review_deadline(time.monotonic() - (REVIEW_SECONDS - MARGIN_SECONDS)):
+        decision = reviewer.review(request)
+    assert decision.outcome is Outcome.DENIED_API_UNAVAILABLE
+    assert fake.calls == []
+    # With time left, the same review converts and creates its template.
+    with review_deadline(time.monotonic()):
+        assert reviewer.review(request).outcome is Outcome.PATCHED
+    assert fake.calls_to("POST") == 1
+
+
+def test_api_budget_is_cut_to_the_time_left() -> None:
+    class SlowApi(FakeKube):
+        timeouts: list[float]
+
+        def get_template(self, api_version: str, namespace: str, name: str, timeout: float) -> dict[str, Any] | None:
+            self.timeouts.append(timeout)
+            return super().get_template(api_version, namespace, name, timeout)
+
+    fake = SlowApi()
+    fake.timeouts = []
+    reviewer = Reviewer(default_config(), TemplateEnsurer(fake, timeout=2, cache_seconds=300))
+    with review_deadline(time.monotonic() - (REVIEW_SECONDS - MARGIN_SECONDS - 0.3)):
+        reviewer.review(parse_review(make_review(gpu_pod())))
+    assert fake.timeouts and fake.timeouts[0] <= 0.3
