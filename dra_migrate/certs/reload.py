@@ -6,7 +6,13 @@ server's already-loaded SSLContext never notices. Instead of reloading in a time
 thread, the SNI callback (which OpenSSL runs on every ClientHello, with or without a
 server name) checks the files at most once per interval and points the handshaking
 connection at the newest context that loaded successfully. A half-rotated or broken pair
-never replaces a working one, so no handshake fails because of a rotation.
+never replaces a working one, so no handshake fails because of a rotation; nor does a
+well-formed certificate that is expired or not valid yet while the served one is valid
+(a not-yet-valid one is taken once its time comes). Each failed reload is reported once
+through `on_error`; `on_loaded` hears of every pair served (for an expiry metric).
+
+TLS 1.2 is the minimum, and its cipher suites are the AEAD ones only (no CBC); TLS 1.3
+suites are all AEAD.
 """
 
 from __future__ import annotations
@@ -35,11 +41,24 @@ class TLSLoadError(Exception):
     """The certificate/key pair could not be loaded."""
 
 
+# TLS 1.2 suites: forward secret and AEAD (AES-GCM, ChaCha20-Poly1305), never CBC.
+TLS12_CIPHERS = "@SECLEVEL=2:ECDHE+AESGCM:ECDHE+CHACHA20"
+
+
 @dataclass(frozen=True)
 class CertificateInfo:
     serial: int
     not_after: dt.datetime
     subject: str
+    not_before: dt.datetime
+
+    def problem(self, now: dt.datetime) -> str | None:
+        """Why the certificate is not valid at `now`, or None."""
+        if now < self.not_before:
+            return f"certificate serial={self.serial:x} is not valid before {self.not_before.isoformat()}"
+        if now >= self.not_after:
+            return f"certificate serial={self.serial:x} expired at {self.not_after.isoformat()}"
+        return None
 
 
 @dataclass(frozen=True)
@@ -77,16 +96,23 @@ class ReloadingTLSContext:
         configure: Callable[[ssl.SSLContext], None] | None = None,
         require_initial: bool = True,
         clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
+        on_loaded: Callable[[CertificateInfo], None] | None = None,
+        on_error: Callable[[str], None] | None = None,
     ) -> None:
         self._cert_file = Path(cert_file)
         self._key_file = Path(key_file)
         self._interval = check_interval
         self._configure = configure
         self._clock = clock
+        self._wall_clock = wall_clock
+        self._on_loaded = on_loaded
+        self._on_error = on_error
         self._lock = threading.Lock()
         self._loaded: _Loaded | None = None
         self._fingerprint: _Fingerprint | None = None
         self._last_error: str | None = None
+        self._last_failure: tuple[_Fingerprint | None, str] | None = None
         self._last_check = clock()
 
         self._base = self._new_context()
@@ -120,6 +146,13 @@ class ReloadingTLSContext:
         loaded = self._loaded
         return loaded.info if loaded else None
 
+    def certificate_problem(self) -> str | None:
+        """Why the served certificate is not valid now (expired, not yet valid, none), or None."""
+        loaded = self._loaded
+        if loaded is None:
+            return f"no TLS certificate loaded: {self._last_error}"
+        return loaded.info.problem(self._wall_clock())
+
     def status(self) -> TLSStatus:
         loaded = self._loaded
         return TLSStatus(
@@ -134,23 +167,30 @@ class ReloadingTLSContext:
         with self._lock:
             return self._check()
 
+    def current_context(self) -> ssl.SSLContext | None:
+        """The newest good context, after checking the files when the interval has passed;
+        None while no pair has loaded. For servers that pick the context before the
+        handshake instead of through `.context`'s SNI callback."""
+        # Never make a handshake wait for another thread's reload: if one is running,
+        # serve the current pair and let that thread finish.
+        if self._due() and self._lock.acquire(blocking=False):
+            try:
+                if self._due():
+                    self._check()
+            finally:
+                self._lock.release()
+        loaded = self._loaded
+        return loaded.context if loaded else None
+
     def _on_client_hello(
         self, conn: ssl.SSLSocket | ssl.SSLObject, server_name: str | None, _ctx: ssl.SSLContext
     ) -> int | None:
         try:
-            # Never make a handshake wait for another thread's reload: if one is running,
-            # serve the current pair and let that thread finish.
-            if self._due() and self._lock.acquire(blocking=False):
-                try:
-                    if self._due():
-                        self._check()
-                finally:
-                    self._lock.release()
-            loaded = self._loaded
-            if loaded is None:
+            context = self.current_context()
+            if context is None:
                 return ssl.ALERT_DESCRIPTION_INTERNAL_ERROR
-            if conn.context is not loaded.context:
-                conn.context = loaded.context
+            if conn.context is not context:
+                conn.context = context
         except Exception:
             # An exception escaping here would fail the handshake; the current pair is still good.
             log.exception("TLS certificate reload check failed")
@@ -161,6 +201,7 @@ class ReloadingTLSContext:
 
     def _check(self) -> bool:
         self._last_check = self._clock()
+        seen: _Fingerprint | None = None
         try:
             seen = self._read_fingerprint()
             if seen == self._fingerprint:
@@ -170,7 +211,12 @@ class ReloadingTLSContext:
         except TLSLoadError as exc:
             # The fingerprint is left as it was, so the next check retries: the rest of a
             # half-finished rotation may arrive any moment.
-            self._record_error(str(exc))
+            self._record_error(str(exc), seen)
+            return False
+        problem = info.problem(self._wall_clock())
+        if problem is not None and self.certificate_problem() is None:
+            # Retried every interval like a broken pair: a not-yet-valid one is taken in time.
+            self._record_error(f"{self._cert_file}: {problem}; the served certificate is still valid", seen)
             return False
         try:
             after: _Fingerprint | None = self._read_fingerprint()
@@ -185,22 +231,32 @@ class ReloadingTLSContext:
         self._loaded = _Loaded(context, info, dt.datetime.now(dt.UTC))
         self._fingerprint = fingerprint
         self._last_error = None
+        self._last_failure = None
         log.info(
             "serving TLS certificate %s serial=%x notAfter=%s",
             info.subject,
             info.serial,
             info.not_after.isoformat(),
         )
+        problem = info.problem(self._wall_clock())
+        if problem is not None:
+            log.warning("serving an invalid TLS certificate (no valid one to keep): %s", problem)
+        if self._on_loaded is not None:
+            self._on_loaded(info)
 
-    def _record_error(self, message: str) -> None:
-        # Checks repeat every interval while a pair is broken; log each distinct problem once.
-        if message != self._last_error:
+    def _record_error(self, message: str, fingerprint: _Fingerprint | None = None) -> None:
+        # Checks repeat every interval while a pair is broken; report each distinct failure once.
+        if (fingerprint, message) != self._last_failure:
             action = "keeping the previous pair" if self._loaded else "not serving TLS yet"
             log.warning("cannot load TLS certificate: %s; %s", message, action)
+            if self._on_error is not None:
+                self._on_error(message)
+        self._last_failure = (fingerprint, message)
         self._last_error = message
 
     def _new_context(self) -> ssl.SSLContext:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.set_ciphers(TLS12_CIPHERS)
         if self._configure is not None:
             self._configure(context)
         if context.minimum_version < ssl.TLSVersion.TLSv1_2:
@@ -238,6 +294,7 @@ def _certificate_info(pem: bytes) -> CertificateInfo:
         serial=leaf.serial_number,
         not_after=leaf.not_valid_after_utc,
         subject=leaf.subject.rfc4514_string(),
+        not_before=leaf.not_valid_before_utc,
     )
 
 
@@ -261,10 +318,19 @@ class GunicornSSLContextHook:
     clients speak HTTP/1.1.
     """
 
-    def __init__(self, cert_file: StrPath | None, key_file: StrPath | None, check_interval: float) -> None:
+    def __init__(
+        self,
+        cert_file: StrPath | None,
+        key_file: StrPath | None,
+        check_interval: float,
+        on_loaded: Callable[[CertificateInfo], None] | None = None,
+        on_error: Callable[[str], None] | None = None,
+    ) -> None:
         self._cert_file = cert_file
         self._key_file = key_file
         self._check_interval = check_interval
+        self._on_loaded = on_loaded
+        self._on_error = on_error
         self._lock = threading.Lock()
         self._reloader: ReloadingTLSContext | None = None
 
@@ -301,6 +367,8 @@ class GunicornSSLContextHook:
             check_interval=self._check_interval,
             configure=configure,
             require_initial=False,
+            on_loaded=self._on_loaded,
+            on_error=self._on_error,
         )
 
 
@@ -309,10 +377,12 @@ def gunicorn_ssl_context_hook(
     key_file: StrPath | None = None,
     *,
     check_interval: float = 1.0,
+    on_loaded: Callable[[CertificateInfo], None] | None = None,
+    on_error: Callable[[str], None] | None = None,
 ) -> GunicornSSLContextHook:
     """`ssl_context = gunicorn_ssl_context_hook(certfile, keyfile)` in a gunicorn config file.
 
     Without arguments the hook uses gunicorn's own `certfile`/`keyfile` settings, which
     must be set anyway: gunicorn only enables TLS when they are.
     """
-    return GunicornSSLContextHook(cert_file, key_file, check_interval)
+    return GunicornSSLContextHook(cert_file, key_file, check_interval, on_loaded, on_error)

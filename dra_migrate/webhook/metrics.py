@@ -10,6 +10,13 @@ in-process use) the ordinary in-memory registry is used.
     dra_migrate_webhook_review_duration_seconds                 /mutate latency (histogram)
     dra_migrate_webhook_templates_created_total                 ResourceClaimTemplates created
     dra_migrate_webhook_api_errors_total{operation,reason}      failed Kubernetes API calls
+    dra_migrate_webhook_certificate_expiration_timestamp_seconds  notAfter of the served
+                                                                certificate (latest loaded)
+    dra_migrate_webhook_certificate_reload_failures_total       rotated TLS files not taken
+
+Every label value comes from a fixed set: `resource` is a name the configuration maps exactly
+(`set_known_resources`) or `other`, since pods choose their resource names (a pattern
+mapping matches unboundedly many) and each new value is a new series in every worker's file.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from prometheus_client import (
     REGISTRY,
     CollectorRegistry,
     Counter,
+    Gauge,
     Histogram,
     generate_latest,
     multiprocess,
@@ -52,7 +60,30 @@ API_ERRORS = Counter(
     ["operation", "reason"],
 )
 
+CERTIFICATE_EXPIRATION = Gauge(
+    "dra_migrate_webhook_certificate_expiration_timestamp_seconds",
+    "notAfter of the TLS certificate served, as a Unix time (the one a worker loaded last).",
+    # Not "livemin": the gunicorn master holds the metric too, never set (0).
+    multiprocess_mode="livemostrecent",
+)
+CERTIFICATE_RELOAD_FAILURES = Counter(
+    "dra_migrate_webhook_certificate_reload_failures",
+    "Changed TLS certificate files that were not taken (unreadable, mismatched, expired or not yet valid).",
+)
+
 INVALID_OUTCOME = "invalid"
+OTHER_RESOURCE = "other"
+_known_resources: frozenset[str] = frozenset()
+
+
+def set_known_resources(names: Iterable[str]) -> None:
+    """The resource label values besides `other`: the names the configuration maps exactly."""
+    global _known_resources
+    _known_resources = frozenset(names)
+
+
+def resource_label(name: str) -> str:
+    return name if name in _known_resources else OTHER_RESOURCE
 
 
 def _never_raises(record: Callable[_P, None]) -> Callable[_P, None]:
@@ -73,7 +104,7 @@ def record_review(outcome: str, seconds: float, converted: Iterable[str] = (), m
     REVIEWS.labels(outcome).inc()
     LATENCY.observe(seconds)
     for resource in converted:
-        CONVERSIONS.labels(resource, mode).inc()
+        CONVERSIONS.labels(resource_label(resource), mode).inc()
 
 
 @_never_raises
@@ -84,6 +115,16 @@ def template_created() -> None:
 @_never_raises
 def api_error(operation: str, reason: str) -> None:
     API_ERRORS.labels(operation, reason).inc()
+
+
+@_never_raises
+def certificate_loaded(not_after_timestamp: float) -> None:
+    CERTIFICATE_EXPIRATION.set(not_after_timestamp)
+
+
+@_never_raises
+def certificate_reload_failed() -> None:
+    CERTIFICATE_RELOAD_FAILURES.inc()
 
 
 _multiprocess_registry: CollectorRegistry | None = None
