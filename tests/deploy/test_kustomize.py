@@ -28,6 +28,7 @@ from cryptography import x509
 from deploy_support import ThrowawayCerts, kustomize_build, of_kind, one, ref, write_throwaway_certs
 
 from dra_migrate.configfile import parse_settings
+from dra_migrate.webhook.deadline import REVIEW_SECONDS
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEPLOY_DIR = REPO_ROOT / "deploy"
@@ -364,7 +365,7 @@ def test_deployment_is_highly_available(builds: dict[str, list[Obj]], variant: s
     pod_labels = spec["template"]["metadata"]["labels"]
     pod = spec["template"]["spec"]
 
-    assert spec["replicas"] == 2
+    assert spec["replicas"] == 3  # Kyverno's and cert-manager's recommendation for admission webhooks
     assert selector_matches(spec["selector"], pod_labels)
     assert spec["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
 
@@ -375,8 +376,15 @@ def test_deployment_is_highly_available(builds: dict[str, list[Obj]], variant: s
         t["topologyKey"] == "kubernetes.io/hostname" and selector_matches(t["labelSelector"], pod_labels) for t in terms
     ), "replicas must be spread over nodes"
 
+    spread = {c["topologyKey"]: c for c in pod["topologySpreadConstraints"]}
+    for key in ("kubernetes.io/hostname", "topology.kubernetes.io/zone"):
+        assert spread[key]["maxSkew"] == 1 and selector_matches(spread[key]["labelSelector"], pod_labels), key
+        # A spread that cannot be met must not leave a webhook replica Pending (failurePolicy: Fail).
+        assert spread[key]["whenUnsatisfiable"] == "ScheduleAnyway", key
+
     pdb = one(objs, "PodDisruptionBudget")
-    assert pdb["spec"]["minAvailable"] == 1
+    # At most one replica away at a time, so at least two of three keep answering.
+    assert pdb["spec"].get("maxUnavailable") == 1 and "minAvailable" not in pdb["spec"]
     assert selector_matches(pdb["spec"]["selector"], pod_labels)
 
     grace = pod["terminationGracePeriodSeconds"]
@@ -468,6 +476,8 @@ def test_default_config_is_valid(builds: dict[str, list[Obj]], variant: str) -> 
     # The server must give up on the API (and apply apiUnavailable) before the API server gives
     # up on the webhook call.
     assert hook_cfg.get("apiTimeoutSeconds", 2) < webhook(objs)["timeoutSeconds"]
+    # The server's review deadline is this timeout (an AdmissionReview carries none).
+    assert webhook(objs)["timeoutSeconds"] == REVIEW_SECONDS
 
     # The server's own validation of the whole file (engine sections and the webhook's).
     parse_settings(raw)
