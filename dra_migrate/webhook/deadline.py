@@ -2,10 +2,12 @@
 
 An AdmissionReview carries no deadline, so the server assumes the one deploy/base registers
 (timeoutSeconds: 5; tests/deploy keeps the two equal) and counts from the moment the
-request reached the app. A review answers, and starts no Kubernetes API call, after
-REVIEW_SECONDS - MARGIN_SECONDS: the API budget of each review is cut to what is left
-(webhook/templates.py), so no template is created for a review the apiserver has already
-failed, and the configured `apiUnavailable` decision still reaches it in time.
+request reached the app. (Not from the connection's accept: kube-apiserver's client keeps
+spare connections it dialed during a burst and sends their first request much later.)
+A review answers, and starts no Kubernetes API call, after REVIEW_SECONDS - MARGIN_SECONDS:
+the API budget of each review is cut to what is left (webhook/templates.py), so no template
+is created for a review the apiserver has already failed, and the configured `apiUnavailable`
+decision still reaches it in time.
 """
 
 from __future__ import annotations

@@ -10,12 +10,17 @@ gevent's own server would do the TLS handshake before gunicorn sees the connecti
 no time limit and with the SNI callback handed the raw socket (which has no `.context` to
 switch). Here the accepted socket is wrapped without handshaking, on the newest certificate
 (certs/reload.py), and the handshake runs in the connection's greenlet with a deadline.
+
+gunicorn writes a response's header block and its body separately: two TLS records, two
+encryptions and two system calls for every review. The header block is held back here and
+leaves with the body in one write.
 """
 
 from __future__ import annotations
 
 import ssl
 from collections.abc import Callable
+from contextlib import suppress
 from typing import Any
 
 import gevent
@@ -59,6 +64,31 @@ def deferred_handshake_setting(hook: GunicornSSLContextHook) -> Callable[[Any, A
     return ssl_context
 
 
+class HeadersWithBody:
+    """The client socket as a gunicorn response writes to it: the first write (the header
+    block) waits for the next one (the body) and both leave in one `sendall`."""
+
+    def __init__(self, sock: Any) -> None:
+        self._sock = sock
+        self._held: bytes | None = None  # None: nothing written yet
+
+    def sendall(self, data: bytes) -> None:
+        if self._held is None:
+            self._held = bytes(data)
+            return
+        if self._held:
+            data, self._held = self._held + data, b""
+        self._sock.sendall(data)
+
+    def flush(self) -> None:
+        if self._held:
+            held, self._held = self._held, b""
+            self._sock.sendall(held)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sock, name)
+
+
 class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no type hints
     def handle(self, listener: Any, client: Any, addr: Any) -> None:
         try:
@@ -73,3 +103,11 @@ class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no ty
         # a request that stalls half-way ends too.
         client.settimeout(self.cfg.keepalive)
         AsyncWorker.handle(self, listener, client, addr)
+
+    def handle_request(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> Any:
+        out = HeadersWithBody(sock)
+        try:
+            return super().handle_request(listener_name, req, out, addr)
+        finally:
+            with suppress(OSError):  # the client left; the connection closes next
+                out.flush()
