@@ -19,7 +19,7 @@ patch never touches it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,8 +100,18 @@ _JSON_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "a b
 
 
 class _WrongTypeError(Exception):
-    def __init__(self, path: str, expected: str, value: Any) -> None:
-        super().__init__(f"{path} must be {expected}, not {_describe(value)}")
+    """Raised at the wrong value; each enclosing level adds its part of the path on the way out,
+    so a pod that is fine builds no path text at all."""
+
+    def __init__(self, expected: str, value: Any) -> None:
+        super().__init__()
+        self.expected = expected
+        self.value = value
+        self.path: list[str] = []
+
+    def __str__(self) -> str:
+        path = "".join(self.path).lstrip(".") or "the object"
+        return f"{path} must be {self.expected}, not {_describe(self.value)}"
 
 
 def _describe(value: Any) -> str:
@@ -115,35 +125,59 @@ def _describe(value: Any) -> str:
     return f"{_JSON_NAMES.get(type(value), type(value).__name__)} ({text[:40]}{'...' if len(text) > 40 else ''})"
 
 
-def _check(value: Any, shape: Shape, path: str) -> None:
+def _check(value: Any, shape: Shape) -> None:
     """Raise _WrongTypeError for the first value that does not have its shape; null means absent."""
     if value is None:
         return
     if isinstance(shape, tuple):
         # bool is an int in Python, never in JSON.
-        if not isinstance(value, shape) or (isinstance(value, bool) and bool not in shape):
-            raise _WrongTypeError(path, " or ".join(_JSON_NAMES[t] for t in shape), value)
-    elif isinstance(shape, ListOf):
+        if not isinstance(value, shape) or (value.__class__ is bool and bool not in shape):
+            raise _WrongTypeError(" or ".join(_JSON_NAMES[t] for t in shape), value)
+        return
+    if isinstance(shape, ListOf):
         if not isinstance(value, list):
-            raise _WrongTypeError(path, "a list", value)
+            raise _WrongTypeError("a list", value)
+        item_shape = shape.item
+        if _leaves_fine(value, item_shape):
+            return
         for index, item in enumerate(value):
-            _check(item, shape.item, f"{path}[{index}]")
-    elif isinstance(shape, MapOf):
+            _within(item, item_shape, f"[{index}]")
+        return
+    if isinstance(shape, MapOf):
         if not isinstance(value, dict):
-            raise _WrongTypeError(path, "an object", value)
+            raise _WrongTypeError("an object", value)
+        value_shape = shape.value
+        if _leaves_fine(value.values(), value_shape):
+            return
         for key, item in value.items():
-            _check(item, shape.value, f"{path}[{key!r}]")
-    else:
-        if not isinstance(value, dict):
-            raise _WrongTypeError(path, "an object", value)
-        for key, field_shape in shape.items():
-            if key in value:
-                _check(value[key], field_shape, f"{path}.{key}" if path else key)
+            _within(item, value_shape, f"[{key!r}]")
+        return
+    if not isinstance(value, dict):
+        raise _WrongTypeError("an object", value)
+    for key, field_shape in shape.items():
+        if key in value:
+            _within(value[key], field_shape, f".{key}")
+
+
+def _leaves_fine(values: Iterable[Any], shape: Shape) -> bool:
+    """The common case in one pass: `shape` is a leaf and every value has one of its types (or is null)."""
+    if not isinstance(shape, tuple):
+        return False
+    with_bool = bool in shape
+    return all(v is None or (isinstance(v, shape) and (with_bool or v.__class__ is not bool)) for v in values)
+
+
+def _within(value: Any, shape: Shape, step: str) -> None:
+    try:
+        _check(value, shape)
+    except _WrongTypeError as wrong:
+        wrong.path.insert(0, step)
+        raise
 
 
 def shape_problem(pod: Mapping[str, Any]) -> PodProblem | None:
     try:
-        _check(pod, POD, "")
+        _check(pod, POD)
     except _WrongTypeError as wrong:
         return PodProblem(400, f"dra-migrate: not a Pod as kube-apiserver sends it: {wrong}")
     return None
