@@ -145,65 +145,96 @@ def warm_both_workers(port: int, context: ssl.SSLContext, fake: FakeKube, namesp
     raise AssertionError("one worker process never took a review")
 
 
+class StuckReviews:
+    """`count` reviews of templates nobody knows yet, sent at once on connections opened beforehand
+    (TLS done, as from a busy apiserver); each answer or exception is kept, in finishing order."""
+
+    def __init__(self, port: int, context: ssl.SSLContext, count: int) -> None:
+        self._connections = [connect(port, context) for _ in range(count)]
+        self._port = port
+        self._context = context
+        self.answers: dict[int, dict[str, Any] | BaseException] = {}
+        self.finished: list[str] = []
+        self.lock = threading.Lock()
+        self._threads = [threading.Thread(target=self._send, args=(index,)) for index in range(count)]
+
+    def _send(self, index: int) -> None:
+        review = make_review(gpu_pod(f"p{index}"), namespace=f"team-{index}")
+        try:
+            answer: dict[str, Any] | BaseException = review_once(
+                self._port, self._context, review, self._connections[index]
+            )
+        except BaseException as exc:  # recorded and asserted by the test
+            answer = exc
+        with self.lock:
+            self.answers[index] = answer
+            self.finished.append("stuck")
+
+    def start(self) -> StuckReviews:
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def join(self) -> None:
+        for thread in self._threads:
+            thread.join()
+
+
+def hung_api_server(
+    start_server: StartServer, fake_api: FakeKubeServer, tmp_path: Path, **policy: Any
+) -> ServerProcess:
+    return start_server(
+        kubeconfig=fake_api.write_kubeconfig(tmp_path / "kubeconfig"),
+        config={"webhook": {"cacheSeconds": 300, **policy}},
+    )
+
+
 @pytest.mark.parametrize("decision", ["admit", "deny"])
 def test_hung_api_with_200_concurrent_reviews(
     start_server: StartServer, tls_dir: Path, fake_api: FakeKubeServer, tmp_path: Path, decision: str
 ) -> None:
-    """The API stops answering: every review gets the apiUnavailable decision in time, and a review
-    whose template is known does not wait behind them."""
-    server: ServerProcess = start_server(
-        kubeconfig=fake_api.write_kubeconfig(tmp_path / "kubeconfig"),
-        config={"webhook": {"apiUnavailable": decision, "apiTimeoutSeconds": 3, "cacheSeconds": 300}},
-    )
+    """The API stops answering: each of 200 concurrent reviews gets the apiUnavailable decision in time."""
+    server = hung_api_server(start_server, fake_api, tmp_path, apiUnavailable=decision)
     context = tls_context(tls_dir)
-    cached = warm_both_workers(server.port, context, fake_api.fake, "cached")
-    # Connected (TLS done) beforehand, so the burst below is reviews only, as from a busy apiserver.
-    connections = [connect(server.port, context) for _ in range(200)]
+    stuck = StuckReviews(server.port, context, 200)
     fake_api.fake.delay = 60.0  # every API call now hangs, like a stopped kube-apiserver
-    calls_before = len(fake_api.fake.calls)
+    stuck.start().join()
 
-    finished: list[str] = []
-    answers: dict[int, dict[str, Any] | BaseException] = {}
-    lock = threading.Lock()
-
-    def stuck(index: int) -> None:
-        try:
-            review = make_review(gpu_pod(f"p{index}"), namespace=f"team-{index}")
-            answer: dict[str, Any] | BaseException = review_once(server.port, context, review, connections[index])
-        except BaseException as exc:  # recorded and asserted below
-            answer = exc
-        with lock:
-            answers[index] = answer
-            finished.append("stuck")
-
-    threads = [threading.Thread(target=stuck, args=(index,)) for index in range(200)]
-    for thread in threads:
-        thread.start()
-    # Once all 200 wait on the API (apiTimeoutSeconds: 3 each), the known template's review
-    # must come back before any of their timeouts: it needs no API call.
-    deadline = time.monotonic() + APISERVER_TIMEOUT_S
-    while len(fake_api.fake.calls) - calls_before < 200 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert not finished, f"reviews answered before the API timeout: {finished[:3]}"
-    response = review_once(server.port, context, cached)
-    with lock:
-        finished.append("cached")
-    assert response["allowed"] and response["patchType"] == "JSONPatch"
-    for thread in threads:
-        thread.join()
-
-    assert finished.index("cached") == 0, "the review with a known template waited behind the stuck ones"
-    failures = {index: answer for index, answer in answers.items() if isinstance(answer, BaseException)}
+    failures = {index: answer for index, answer in stuck.answers.items() if isinstance(answer, BaseException)}
     assert not failures, (
         f"{len(failures)} reviews not answered in {APISERVER_TIMEOUT_S} s: {list(failures.items())[:3]}"
     )
-    for answer in answers.values():
+    for answer in stuck.answers.values():
         assert isinstance(answer, dict)
         if decision == "admit":
             assert answer["allowed"] and "patch" not in answer
             assert "WITHOUT conversion" in answer["warnings"][0]
         else:
             assert not answer["allowed"] and answer["status"]["code"] == 503
+
+
+def test_known_template_does_not_wait_behind_reviews_stuck_on_the_api(
+    start_server: StartServer, tls_dir: Path, fake_api: FakeKubeServer, tmp_path: Path
+) -> None:
+    """40 reviews wait on a hung API (3 s each); one whose template both workers know comes back first."""
+    server = hung_api_server(start_server, fake_api, tmp_path, apiUnavailable="admit", apiTimeoutSeconds=3)
+    context = tls_context(tls_dir)
+    cached = warm_both_workers(server.port, context, fake_api.fake, "cached")
+    stuck = StuckReviews(server.port, context, 40)
+    fake_api.fake.delay = 60.0
+    calls_before = len(fake_api.fake.calls)
+    stuck.start()
+    deadline = time.monotonic() + APISERVER_TIMEOUT_S
+    while len(fake_api.fake.calls) - calls_before < 40 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(fake_api.fake.calls) - calls_before == 40 and not stuck.finished, "the 40 never all waited on the API"
+    response = review_once(server.port, context, cached)
+    with stuck.lock:
+        stuck.finished.append("cached")
+    stuck.join()
+    assert response["allowed"] and response["patchType"] == "JSONPatch"
+    assert stuck.finished.index("cached") == 0, "the review with a known template waited behind the stuck ones"
+    assert all(isinstance(answer, dict) and answer["allowed"] for answer in stuck.answers.values())
 
 
 def test_no_api_call_starts_after_the_deadline() -> None:
