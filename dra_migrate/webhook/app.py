@@ -17,6 +17,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
+from http import HTTPStatus
 from typing import Any
 
 from flask import Flask, Response, request
@@ -48,26 +49,43 @@ class RequestProblemError(Exception):
         self.message = message
 
 
+Environ = dict[str, Any]
+# (HTTP status, JSON body, extra headers): what a review endpoint answers, before any framework.
+Answer = tuple[int, bytes, list[tuple[str, str]]]
+
+
 def _status_body(code: int, message: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Status", "status": "Failure", "code": code, "message": message}
 
 
+def _json_bytes(payload: dict[str, Any]) -> bytes:
+    return json.dumps(payload, separators=(",", ":")).encode()
+
+
 def _json_response(payload: dict[str, Any], status: int = 200) -> Response:
-    return Response(json.dumps(payload, separators=(",", ":")), status=status, mimetype=JSON)
+    return Response(_json_bytes(payload), status=status, mimetype=JSON)
 
 
-def _problem_response(problem: RequestProblemError) -> Response:
-    response = _json_response(_status_body(problem.code, problem.message), problem.code)
+def _problem_answer(environ: Environ, problem: RequestProblemError) -> Answer:
+    headers: list[tuple[str, str]] = []
     if problem.code == 413:
         # Closing a connection with unread data resets it, and a client still sending would
         # see the reset instead of this answer: read a moderate excess first, then close.
-        _discard_body(DRAIN_LIMIT_BYTES)
-        response.headers["Connection"] = "close"
+        _discard_body(environ, DRAIN_LIMIT_BYTES)
+        headers.append(("Connection", "close"))
+    return problem.code, _json_bytes(_status_body(problem.code, problem.message)), headers
+
+
+def _as_response(answer: Answer) -> Response:
+    status, body, headers = answer
+    response = Response(body, status=status, mimetype=JSON)
+    for name, value in headers:
+        response.headers[name] = value
     return response
 
 
-def _discard_body(limit: int) -> None:
-    stream = request.environ.get("wsgi.input")
+def _discard_body(environ: Environ, limit: int) -> None:
+    stream = environ.get("wsgi.input")
     left = limit
     try:
         while stream is not None and left > 0 and (chunk := stream.read(min(65536, left))):
@@ -76,12 +94,20 @@ def _discard_body(limit: int) -> None:
         pass
 
 
-def _read_body() -> bytes:
+def _content_length(environ: Environ) -> int | None:
+    try:
+        length = int(environ.get("CONTENT_LENGTH") or "")
+    except ValueError:
+        return None
+    return length if length >= 0 else None
+
+
+def _read_body(environ: Environ) -> bytes:
     """At most MAX_BODY_BYTES, whether or not the client sent a Content-Length (chunked)."""
-    length = request.content_length
+    length = _content_length(environ)
     if length is not None and length > MAX_BODY_BYTES:
         raise RequestProblemError(413, f"body of {length} bytes exceeds the {MAX_BODY_BYTES}-byte limit")
-    stream = request.environ["wsgi.input"]
+    stream = environ["wsgi.input"]
     raw: bytes = stream.read(length if length is not None else MAX_BODY_BYTES + 1)
     if len(raw) > MAX_BODY_BYTES:
         raise RequestProblemError(413, f"body exceeds the {MAX_BODY_BYTES}-byte limit")
@@ -92,10 +118,11 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def _read_review() -> AdmissionRequest:
-    if request.mimetype != JSON:
-        raise RequestProblemError(415, f"Content-Type must be {JSON}, got {request.content_type or 'none'!r}")
-    raw = _read_body()
+def _read_review(environ: Environ) -> AdmissionRequest:
+    content_type = environ.get("CONTENT_TYPE") or ""
+    if content_type.split(";", 1)[0].strip().lower() != JSON:
+        raise RequestProblemError(415, f"Content-Type must be {JSON}, got {content_type or 'none'!r}")
+    raw = _read_body(environ)
     try:
         body = json.loads(raw, parse_constant=_no_constant)
     except (ValueError, UnicodeDecodeError) as exc:
@@ -109,6 +136,61 @@ def _read_review() -> AdmissionRequest:
         raise RequestProblemError(400, f"not a valid AdmissionReview: {exc}") from None
 
 
+class ReviewEndpoints:
+    """POST /mutate (and /mutate-noop) on the bare WSGI environ.
+
+    They are most of the traffic, and Flask's request and response objects cost about a
+    quarter of a review's CPU (0.2 ms), so `create_app` serves them from a WSGI middleware in
+    front of Flask's routing; Flask routes the rest and keeps 404/405 for these paths.
+    """
+
+    def __init__(self, reviewer: Reviewer) -> None:
+        self._reviewer = reviewer
+        self._mode = reviewer.mode
+
+    def mutate(self, environ: Environ) -> Answer:
+        started = time.perf_counter()
+        arrived = time.monotonic()
+        try:
+            admission = _read_review(environ)
+        except RequestProblemError as problem:
+            metrics.record_review(metrics.INVALID_OUTCOME, time.perf_counter() - started)
+            return _problem_answer(environ, problem)
+        with review_deadline(arrived):
+            decision = self._reviewer.review(admission)
+        body = _json_bytes(render_review(admission.api_version, admission.uid, decision.response))
+        metrics.record_review(str(decision.outcome), time.perf_counter() - started, decision.converted, self._mode)
+        return 200, body, []
+
+    def mutate_noop(self, environ: Environ) -> Answer:
+        try:
+            admission = _read_review(environ)
+        except RequestProblemError as problem:
+            return _problem_answer(environ, problem)
+        return 200, _json_bytes(render_review(admission.api_version, admission.uid, AdmissionResponse(True))), []
+
+
+class _PostRoutes:
+    """WSGI middleware: the given POST paths answered directly, everything else passed to `inner`."""
+
+    def __init__(self, inner: Any, routes: dict[str, Callable[[Environ], Answer]]) -> None:
+        self._inner = inner
+        self._routes = routes
+
+    def __call__(self, environ: Environ, start_response: Any) -> Any:
+        handler = self._routes.get(environ.get("PATH_INFO", "")) if environ.get("REQUEST_METHOD") == "POST" else None
+        if handler is None:
+            return self._inner(environ, start_response)
+        try:
+            status, body, extra = handler(environ)
+        except Exception as exc:
+            log.exception("unhandled error on POST %s", environ.get("PATH_INFO"))
+            status, body, extra = 500, _json_bytes(_status_body(500, f"internal error: {type(exc).__name__}")), []
+        headers = [("Content-Type", JSON), ("Content-Length", str(len(body))), *extra]
+        start_response(f"{status} {HTTPStatus(status).phrase}", headers)
+        return [body]
+
+
 def create_app(
     reviewer: Reviewer,
     *,
@@ -117,32 +199,19 @@ def create_app(
 ) -> Flask:
     """`readiness` returns what is not ready yet (empty when ready)."""
     app = Flask("webhook")
-    mode = reviewer.mode
+    endpoints = ReviewEndpoints(reviewer)
+    routes: dict[str, Callable[[Environ], Answer]] = {"/mutate": endpoints.mutate}
 
     @app.post("/mutate")
-    def mutate() -> Response:
-        started = time.perf_counter()
-        arrived = time.monotonic()
-        try:
-            admission = _read_review()
-        except RequestProblemError as problem:
-            metrics.record_review(metrics.INVALID_OUTCOME, time.perf_counter() - started)
-            return _problem_response(problem)
-        with review_deadline(arrived):
-            decision = reviewer.review(admission)
-        response = _json_response(render_review(admission.api_version, admission.uid, decision.response))
-        metrics.record_review(str(decision.outcome), time.perf_counter() - started, decision.converted, mode)
-        return response
+    def mutate() -> Response:  # reached only without the middleware (it answers POST first)
+        return _as_response(endpoints.mutate(request.environ))
 
     if noop_route:
+        routes["/mutate-noop"] = endpoints.mutate_noop
 
         @app.post("/mutate-noop")
         def mutate_noop() -> Response:
-            try:
-                admission = _read_review()
-            except RequestProblemError as problem:
-                return _problem_response(problem)
-            return _json_response(render_review(admission.api_version, admission.uid, AdmissionResponse(True)))
+            return _as_response(endpoints.mutate_noop(request.environ))
 
     @app.get("/healthz")
     def healthz() -> Response:
@@ -163,11 +232,12 @@ def create_app(
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException) -> Response:
         code = exc.code or 500
-        return _problem_response(RequestProblemError(code, exc.description or exc.name))
+        return _as_response(_problem_answer(request.environ, RequestProblemError(code, exc.description or exc.name)))
 
     @app.errorhandler(Exception)
     def unexpected(exc: Exception) -> Response:
         log.exception("unhandled error on %s %s", request.method, request.path)
         return _json_response(_status_body(500, f"internal error: {type(exc).__name__}"), 500)
 
+    app.wsgi_app = _PostRoutes(app.wsgi_app, routes)  # type: ignore[method-assign]
     return app
