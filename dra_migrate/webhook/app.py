@@ -23,8 +23,7 @@ from typing import Any
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
-from dra_migrate.webhook import metrics
-from dra_migrate.webhook.deadline import review_deadline
+from dra_migrate.webhook import deadline, metrics
 from dra_migrate.webhook.envelope import (
     AdmissionRequest,
     AdmissionResponse,
@@ -136,6 +135,13 @@ def _read_review(environ: Environ) -> AdmissionRequest:
         raise RequestProblemError(400, f"not a valid AdmissionReview: {exc}") from None
 
 
+_OVERLOADED = AdmissionResponse(
+    allowed=False,
+    status_code=429,
+    message="dra-migrate is overloaded and did not convert this pod; retry (the pod's controller does)",
+)
+
+
 class ReviewEndpoints:
     """POST /mutate (and /mutate-noop) on the bare WSGI environ.
 
@@ -156,7 +162,11 @@ class ReviewEndpoints:
         except RequestProblemError as problem:
             metrics.record_review(metrics.INVALID_OUTCOME, time.perf_counter() - started)
             return _problem_answer(environ, problem)
-        with review_deadline(arrived):
+        if deadline.behind() > deadline.SHED_BEHIND_SECONDS:
+            body = _json_bytes(render_review(admission.api_version, admission.uid, _OVERLOADED))
+            metrics.record_review(metrics.SHED_OUTCOME, time.perf_counter() - started)
+            return 200, body, []
+        with deadline.review_deadline(arrived):
             decision = self._reviewer.review(admission)
         body = _json_bytes(render_review(admission.api_version, admission.uid, decision.response))
         metrics.record_review(str(decision.outcome), time.perf_counter() - started, decision.converted, self._mode)

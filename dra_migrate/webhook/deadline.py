@@ -39,3 +39,20 @@ def remaining(clock: Callable[[], float] = time.monotonic) -> float | None:
     """Seconds left for the current review; None outside a review."""
     deadline = _DEADLINE.get()
     return None if deadline is None else deadline - clock()
+
+
+# How far behind the current worker process runs: the last delay of a short periodic sleep
+# (webhook/worker.py measures it). A review reaching the app while the process is this far
+# behind is refused at once (429, retry) instead of converted: under more load than the
+# process can carry, answering some reviews fast beats answering all of them too late.
+SHED_BEHIND_SECONDS = 1.0
+_behind = 0.0
+
+
+def set_behind(seconds: float) -> None:
+    global _behind
+    _behind = max(0.0, seconds)
+
+
+def behind() -> float:
+    return _behind

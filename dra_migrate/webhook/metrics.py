@@ -72,6 +72,7 @@ CERTIFICATE_RELOAD_FAILURES = Counter(
 )
 
 INVALID_OUTCOME = "invalid"
+SHED_OUTCOME = "shed_overloaded"
 OTHER_RESOURCE = "other"
 _known_resources: frozenset[str] = frozenset()
 

@@ -14,11 +14,15 @@ switch). Here the accepted socket is wrapped without handshaking, on the newest 
 gunicorn writes a response's header block and its body separately: two TLS records, two
 encryptions and two system calls for every review. The header block is held back here and
 leaves with the body in one write.
+
+A greenlet sleeps 50 ms over and over and reports how late it wakes up: how far behind the
+process runs (webhook/deadline.py refuses reviews while that exceeds a second).
 """
 
 from __future__ import annotations
 
 import ssl
+import time
 from collections.abc import Callable
 from contextlib import suppress
 from typing import Any
@@ -29,7 +33,9 @@ from gunicorn.workers.base_async import AsyncWorker
 from gunicorn.workers.ggevent import GeventWorker
 
 from dra_migrate.certs.reload import GunicornSSLContextHook
+from dra_migrate.webhook import deadline
 
+LAG_TICK_SECONDS = 0.05
 # A client that has not finished its handshake by then is not kube-apiserver (Go's own
 # client gives up after 10 s, and its handshakes take milliseconds).
 HANDSHAKE_TIMEOUT_SECONDS = 5.0
@@ -90,6 +96,16 @@ class HeadersWithBody:
 
 
 class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no type hints
+    def run(self) -> None:
+        gevent.spawn(self._measure_lag)
+        super().run()
+
+    def _measure_lag(self) -> None:
+        while self.alive:
+            started = time.monotonic()
+            gevent.sleep(LAG_TICK_SECONDS)
+            deadline.set_behind(time.monotonic() - started - LAG_TICK_SECONDS)
+
     def handle(self, listener: Any, client: Any, addr: Any) -> None:
         try:
             client.settimeout(HANDSHAKE_TIMEOUT_SECONDS)

@@ -22,6 +22,8 @@ from fakekube import FakeKube, FakeKubeServer
 from webhook_support import ServerProcess, StartServer, gpu_pod, make_review
 
 from dra_migrate.engine import default_config
+from dra_migrate.webhook import deadline
+from dra_migrate.webhook.app import create_app
 from dra_migrate.webhook.deadline import MARGIN_SECONDS, REVIEW_SECONDS, review_deadline
 from dra_migrate.webhook.envelope import parse_review
 from dra_migrate.webhook.review import Outcome, Reviewer
@@ -266,3 +268,20 @@ def test_api_budget_is_cut_to_the_time_left() -> None:
     with review_deadline(time.monotonic() - (REVIEW_SECONDS - MARGIN_SECONDS - 0.3)):
         reviewer.review(parse_review(make_review(gpu_pod())))
     assert fake.timeouts and fake.timeouts[0] <= 0.3
+
+
+def test_reviews_are_refused_at_once_while_the_process_runs_behind() -> None:
+    """Under more load than a process carries, a review answered late is a timeout for every
+    pod; refused at once (429, retry), it leaves the time to the reviews that can make it."""
+    fake = FakeKube()
+    client = create_app(Reviewer(default_config(), TemplateEnsurer(fake, timeout=2, cache_seconds=300))).test_client()
+    review = make_review(gpu_pod())
+    deadline.set_behind(deadline.SHED_BEHIND_SECONDS + 0.5)
+    try:
+        refused = client.post("/mutate", json=review).get_json()["response"]
+    finally:
+        deadline.set_behind(0.0)
+    assert refused["allowed"] is False and refused["status"]["code"] == 429
+    assert "overloaded" in refused["status"]["message"] and "retry" in refused["status"]["message"]
+    assert fake.calls == []
+    assert client.post("/mutate", json=review).get_json()["response"]["patchType"] == "JSONPatch"
