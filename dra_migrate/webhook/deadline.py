@@ -42,10 +42,11 @@ def remaining(clock: Callable[[], float] = time.monotonic) -> float | None:
 
 
 # How far behind the current worker process runs: the last delay of a short periodic sleep
-# (webhook/worker.py measures it). A review reaching the app while the process is this far
-# behind is refused at once (429, retry) instead of converted: under more load than the
-# process can carry, answering some reviews fast beats answering all of them too late.
-SHED_BEHIND_SECONDS = 1.0
+# (webhook/worker.py measures it), about how long a request waited for its turn before the
+# app saw it. Past the review deadline, kube-apiserver has given up on such a request: it is
+# refused at once (429, retry) instead of converted, and the CPU goes to reviews that can
+# still be answered in time, so a burst beyond capacity does not make every review late.
+SHED_BEHIND_SECONDS = REVIEW_SECONDS - MARGIN_SECONDS
 _behind = 0.0
 
 

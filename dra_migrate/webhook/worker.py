@@ -16,7 +16,7 @@ encryptions and two system calls for every review. The header block is held back
 leaves with the body in one write.
 
 A greenlet sleeps 50 ms over and over and reports how late it wakes up: how far behind the
-process runs (webhook/deadline.py refuses reviews while that exceeds a second).
+process runs (webhook/deadline.py refuses reviews that start after their deadline).
 """
 
 from __future__ import annotations
