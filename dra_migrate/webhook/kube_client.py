@@ -25,6 +25,7 @@ from dra_migrate.engine import RESOURCE_GROUP
 from dra_migrate.webhook.resource_api import AlreadyExistsError, ApiError, version_of
 
 _PAGE = 500
+API_CONNECTIONS = 64
 
 
 class KubeConfigError(Exception):
@@ -51,6 +52,9 @@ def load_configuration(kubeconfig: Path | None = None) -> k8s.Configuration:
     except (ConfigException, OSError, ValueError, TypeError) as exc:
         raise KubeConfigError(f"cannot load the Kubernetes API configuration: {exc}") from None
     configuration.retries = False
+    # Reviews run concurrently (gevent): keep up to this many idle API connections per worker
+    # instead of dropping, with a warning each, all but cpu_count x 5 after a burst.
+    configuration.connection_pool_maxsize = API_CONNECTIONS
     return configuration
 
 
