@@ -82,6 +82,9 @@ RULES: tuple[Rule, ...] = (
     Rule("target-not-released", WARN, "the target is newer than the release table: treated as its newest release"),
     Rule("schema-fallback", WARN, "--validate checks a target without its own schema against the newest one"),
     Rule("schema", ERROR, "an output object fails the target release's OpenAPI schema"),
+    Rule("comment-lost", WARN, "a comment line the fallback editor could not keep (anchors, merge keys, tags)"),
+    Rule("template-conflict", ERROR, "a generated ResourceClaimTemplate's name is taken by another spec; kept"),
+    Rule("template-reference", WARN, "a kustomization renames templates but not the references to them"),
 )
 
 BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}
