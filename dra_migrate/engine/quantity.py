@@ -46,7 +46,9 @@ def describe(value: object) -> str:
 
 # Unrendered template placeholders: Go templates, envsubst/shell variables, __X__ and <X> markers, and
 # SCREAMING_SNAKE words (PLACEHOLDER_NUM_GPU) that sed-based pipelines replace before applying.
-_PLACEHOLDER = re.compile(r".*(\{\{.*\}\}|\$\{?[A-Za-z_]\w*).*|__\w+__|<[A-Za-z_][\w.-]*>|[A-Z][A-Z0-9]*(_[A-Z0-9]+)+", re.S)
+_PLACEHOLDER = re.compile(
+    r".*(\{\{.*\}\}|\$\{?[A-Za-z_]\w*).*|__\w+__|<[A-Za-z_][\w.-]*>|[A-Z][A-Z0-9]*(_[A-Z0-9]+)+", re.S
+)
 
 
 def is_placeholder(value: object) -> bool:

@@ -14,7 +14,8 @@ def _pod(values: list[object]) -> str:
         {"name": f"c{i}", "image": "cuda", "resources": {"limits": {"nvidia.com/gpu": value}}}
         for i, value in enumerate(values)
     ]
-    return json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": containers}})
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": containers}}
+    return json.dumps(pod)
 
 
 def test_every_placeholder_form_and_null_is_a_template_warning(run_cli: Runner) -> None:
