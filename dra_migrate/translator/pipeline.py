@@ -23,9 +23,9 @@ from dra_migrate.engine import (
     device_class_name,
 )
 from dra_migrate.translator import limits
+from dra_migrate.translator.checks import split_by_origin
 from dra_migrate.translator.inputs import newline_of
 from dra_migrate.translator.registry import Claim, TemplateRegistry, describe_key, template_key
-from dra_migrate.translator.schema import validate_object
 from dra_migrate.translator.sources import Source
 from dra_migrate.translator.yamltext import EditResult, dump_json_like, edit_document, kubeyaml, split_stream
 
@@ -97,18 +97,24 @@ def is_manifest(obj: Any) -> bool:
     return isinstance(obj, dict) and isinstance(obj.get("apiVersion"), str) and isinstance(obj.get("kind"), str)
 
 
-def _validate(report: DocumentReport, objects: list[dict[str, Any]], options: RunOptions) -> None:
-    for obj in objects:
-        result = validate_object(obj, options.config.target)
-        for error in result.errors:
-            report.findings.append(
-                Finding(
-                    Severity.ERROR,
-                    "schema",
-                    "",
-                    f"{obj.get('kind')} invalid for Kubernetes {options.config.target}: {error}",
-                )
+def _validate(report: DocumentReport, original: Any, objects: list[dict[str, Any]], options: RunOptions) -> None:
+    """Problems the conversion introduced (`schema`) apart from those the input already had (`schema-input`)."""
+    target = options.config.target
+    for index, obj in enumerate(objects):
+        introduced, inherited = split_by_origin(obj, original if index == 0 else None, target)
+        report.findings.extend(
+            Finding(Severity.ERROR, "schema", "", f"{obj.get('kind')} invalid for Kubernetes {target}: {problem}")
+            for problem in introduced
+        )
+        report.findings.extend(
+            Finding(
+                Severity.ERROR,
+                "schema-input",
+                "",
+                f"{obj.get('kind')} invalid for Kubernetes {target}, as the input already was: {problem}",
             )
+            for problem in inherited
+        )
 
 
 @dataclass(slots=True)
@@ -140,7 +146,7 @@ def _convert_document(obj: Any, report: DocumentReport, registry: TemplateRegist
     elif result.changed:
         report.status = "changed"
     if options.validate and result.object is not None:
-        _validate(report, [result.object, *new_templates], options)
+        _validate(report, obj, [result.object, *new_templates], options)
     return _Converted(result.object, result.changed, new_templates, result.extended)
 
 
