@@ -204,7 +204,7 @@ def test_validate_flags_schema_errors(run_cli: Runner) -> None:
     bad = GPU_POD.replace("    image: cuda:12\n", "    image: cuda:12\n    imagePullPolicy: 7\n")
     result = run_cli("convert", "--validate", "--report", "json", "-", stdin=bad)
     assert result.code == 2
-    assert any(r["rule"] == "schema" for r in json.loads(result.stderr)["findings"])
+    assert any(r["rule"] == "schema-input" for r in json.loads(result.stderr)["findings"])
     assert run_cli("convert", "--validate", "-", stdin=GPU_POD).code == 0
 
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from translator_cli_support import Runner
 
 FORMS = ["${GPUS}", "$GPUS", "{{ .Values.gpus }}", "PLACEHOLDER_NUM_GPU", "__GPUS__", None]
 
 
-def _pod(values: list[object]) -> str:
+def _pod(values: Sequence[object]) -> str:
     containers = [
         {"name": f"c{i}", "image": "cuda", "resources": {"limits": {"nvidia.com/gpu": value}}}
         for i, value in enumerate(values)
