@@ -15,6 +15,8 @@ from dra_migrate.engine.mapping import DeviceRequestSpec, is_extended_resource
 from dra_migrate.engine.nodename import convert_node_name
 from dra_migrate.engine.plain import plain_copy
 from dra_migrate.engine.podspec import convert_pod_spec
+from dra_migrate.engine.ray import CLUSTER_SPECS as RAY_KINDS
+from dra_migrate.engine.ray import keep_ray_resources
 from dra_migrate.engine.result import ConversionResult
 from dra_migrate.engine.strategy import Path, decide
 from dra_migrate.engine.versions import RESOURCE_GROUP
@@ -93,6 +95,8 @@ def _convert_workload(obj: dict[str, Any], config: Config) -> ConversionResult:
             )
     if not changed:
         return ConversionResult(obj, False, [], findings.items, list(extended.values()))
+    if obj.get("kind") in RAY_KINDS and api_group(obj.get("apiVersion")) == "ray.io":
+        keep_ray_resources(obj, out, findings)
     # Templates are built in the hub form (v1); write them in the version the target serves.
     written = [write_hub(t, "ResourceClaimTemplate", config.target) for t in templates.values()]
     return ConversionResult(out, True, written, findings.items, list(extended.values()))
