@@ -40,8 +40,9 @@ def _ray(kind: str, cluster: dict[str, Any]) -> dict[str, Any]:
 
 
 def _cluster_of(obj: dict[str, Any]) -> dict[str, Any]:
-    spec = obj["spec"]
-    return spec.get("rayClusterSpec") or spec.get("rayClusterConfig") or spec
+    spec: dict[str, Any] = obj["spec"]
+    cluster: dict[str, Any] = spec.get("rayClusterSpec") or spec.get("rayClusterConfig") or spec
+    return cluster
 
 
 @pytest.mark.parametrize("kind", ["RayCluster", "RayJob", "RayService"])
