@@ -19,6 +19,7 @@ from dra_migrate.engine.ray import CLUSTER_SPECS as RAY_KINDS
 from dra_migrate.engine.ray import keep_ray_resources
 from dra_migrate.engine.result import ConversionResult
 from dra_migrate.engine.strategy import Path, decide
+from dra_migrate.engine.unknown import report_unknown_kind
 from dra_migrate.engine.versions import RESOURCE_GROUP
 from dra_migrate.engine.workloads import api_group
 
@@ -35,7 +36,8 @@ def convert(obj: Mapping[str, Any], config: Config) -> ConversionResult:
         return ConversionResult(converted, changed, [], findings.items)
     workload = config.workloads.lookup(obj)
     if workload is None:
-        return ConversionResult(obj, False)
+        unknown = report_unknown_kind(obj, api_group(obj.get("apiVersion")), config.mappings)
+        return ConversionResult(obj, False, [], unknown)
     if workload.unsupported:
         return _report_unsupported(obj, workload.unsupported, config)
     return _convert_workload(obj, config)

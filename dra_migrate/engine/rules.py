@@ -38,6 +38,7 @@ RULES: tuple[Rule, ...] = (
     Rule("init-container-sees-more", WARN, "an init container shares claims holding more devices than it asked for"),
     Rule("dra-gate-off", WARN, "the target has DynamicResourceAllocation off by default"),
     Rule("unsupported-kind", WARN, "device requests in a kind whose pods cannot be given claims"),
+    Rule("unknown-kind", WARN, "a kind with no known pod specs names a mapped resource; add it under workloads:"),
     Rule("ray-start-params", INFO, "rayStartParams set from the Ray container's old limits, as KubeRay derived them"),
     # Node selection and legacy pod fields
     Rule("node-name-to-selector", INFO, "spec.nodeName became node selection so the scheduler allocates claims"),
