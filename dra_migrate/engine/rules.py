@@ -38,6 +38,9 @@ RULES: tuple[Rule, ...] = (
     Rule("init-container-sees-more", WARN, "an init container shares claims holding more devices than it asked for"),
     Rule("dra-gate-off", WARN, "the target has DynamicResourceAllocation off by default"),
     Rule("unsupported-kind", WARN, "device requests in a kind whose pods cannot be given claims"),
+    Rule("quota-device-class", INFO, "a ResourceQuota device-class entry added beside a device-plugin one"),
+    Rule("quota-kept", INFO, "a ResourceQuota entry that keeps limiting claims through KEP-5004"),
+    Rule("quota-not-expressible", WARN, "a GPU quota that per-class device quotas cannot express exactly"),
     Rule("unknown-kind", WARN, "a kind with no known pod specs names a mapped resource; add it under workloads:"),
     Rule("ray-start-params", INFO, "rayStartParams set from the Ray container's old limits, as KubeRay derived them"),
     # Node selection and legacy pod fields
