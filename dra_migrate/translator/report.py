@@ -179,7 +179,7 @@ class TextReport:
         for row in self.rows:
             if row["file"] != file_name or file_name is None:
                 file_name, label = row["file"], None
-                stream.write(paint("(the whole run)" if file_name is None else str(file_name), "bold", colour) + "\n")
+                stream.write(paint("(run)" if file_name is None else str(file_name), "bold", colour) + "\n")
             row_label = _document_label(row)
             if row_label and row_label != label:
                 label = row_label

@@ -290,7 +290,7 @@ def test_target_138_with_validate_converts_and_says_what_it_assumed_once(run_cli
     for name in ("a.yaml", "b.yaml"):
         (tmp_path / name).write_text(GPU_POD)
     result = run_cli(
-        "convert", "--target-version", "1.38", "--validate", "--report", "json", "-o", str(tmp_path / "out"),
+        "convert", "--target-version", "1.38", "--validate", "--report", "json", "--output-dir", str(tmp_path / "out"),
         str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml"),
     )  # fmt: skip
     assert result.code == 0, result.stderr
