@@ -80,6 +80,7 @@ class Run:
         if has_stdin(args.paths) and sys.stdin.isatty():
             raise UsageError("no input: name files or directories, or pipe manifests on stdin (-)")
         self.stdin_text = self._read_stdin() if has_stdin(args.paths) else None
+        self._streams: dict[Path, str] = {}
         self.registry = TemplateRegistry()  # DeviceClasses; templates too for the stream and single placements
         self.index = KustomizationIndex()
         self.existing: dict[Path, set[TemplateKey]] = {}  # templates each input file already holds
@@ -129,7 +130,12 @@ class Run:
     def _read(self, source: Source) -> str:
         if source.path is None:
             return self.stdin_text or ""
-        return read_file(source.path, self.limit)
+        if source.path in self._streams:
+            return self._streams[source.path]
+        text = read_file(source.path, self.limit)
+        if not source.path.is_file():  # a pipe (`<(...)`) reads once: keep it for the second pass
+            self._streams[source.path] = text
+        return text
 
     def _prepass(self) -> None:
         """Templates and KEP-5004 DeviceClasses already in the inputs; kustomizations in the tree."""

@@ -144,3 +144,17 @@ def test_file_over_the_size_bound_is_refused_by_name(run_cli: Runner, tmp_path: 
     assert result.code == 2
     assert "huge.yaml" in result.stderr and "larger than 1 MiB" in result.stderr
     assert big.stat().st_size > 1 << 20
+
+
+def test_a_pipe_given_as_a_path_is_read_once_and_converted(tmp_path: Path) -> None:
+    (tmp_path / "pod.yaml").write_text(GPU_POD)
+    program = "import sys\nfrom dra_migrate.cli import main\nsys.exit(main(sys.argv[1:]))"
+    done = subprocess.run(
+        ["bash", "-c", f'{sys.executable} -c "$0" convert <(cat pod.yaml)', program],  # process substitution
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "resourceClaimTemplateName" in done.stdout and "kind: ResourceClaimTemplate" in done.stdout
