@@ -17,7 +17,7 @@ setup: $(STAMP)
 ## The main job on the bundled examples: preview (diff), then write the converted tree to out/.
 demo: $(STAMP)
 	$(BIN)/dra-migrate diff --report text examples/; test $$? -le 1  # diff exits 1 when there are changes
-	$(BIN)/dra-migrate convert --report text --validate -o out/ examples/
+	$(BIN)/dra-migrate convert --report text --validate --output-dir out/ examples/
 	@echo "converted manifests written to out/"
 
 # Test directories are checked one by one: each has its own conftest module.

@@ -136,7 +136,7 @@ def baseline(src: Path, out: Path) -> None:
 
 def convert(src: Path, out: Path) -> None:
     with contextlib.redirect_stderr(io.StringIO()):
-        code = dra_migrate(["convert", "--report", "none", "-o", str(out), str(src)])
+        code = dra_migrate(["convert", "--report", "none", "--output-dir", str(out), str(src)])
     if code not in (0, 2):
         sys.exit(f"convert failed with exit code {code}")
 

@@ -8,6 +8,7 @@ EXIT_OK = 0
 EXIT_CHANGES = 1  # `diff`: there is something to convert
 EXIT_ERROR = 2  # bad input, bad usage, or something could not be converted
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for `yes | head`
 
 
 def fail(command: str, message: str) -> int:

@@ -34,6 +34,7 @@ from dra_migrate.engine.rules import RULES, Rule, rules_table
 from dra_migrate.engine.severity import Severity
 from dra_migrate.engine.strategy import ServingClass, Strategy, serving_classes
 from dra_migrate.engine.templates import build_template, spec_matches, template_name
+from dra_migrate.engine.validation import cel_problem, dns_subdomain_problem
 from dra_migrate.engine.versions import RESOURCE_GROUP, Target, TargetVersionError
 
 __all__ = [
@@ -56,9 +57,11 @@ __all__ = [
     "Unconvertible",
     "build_device_class",
     "build_template",
+    "cel_problem",
     "convert",
     "default_config",
     "device_class_name",
+    "dns_subdomain_problem",
     "is_extended_resource",
     "json_path",
     "leave_unconverted",

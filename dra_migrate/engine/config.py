@@ -16,6 +16,7 @@ import jsonschema
 
 from dra_migrate.engine.mapping import BUILTIN_MAPPINGS, DeviceMapping, MappingTable, OpaqueConfig
 from dra_migrate.engine.strategy import ServingClass, Strategy
+from dra_migrate.engine.validation import cel_problem, dns_subdomain_problem
 from dra_migrate.engine.versions import DEFAULT_TARGET, Target, TargetVersionError
 from dra_migrate.engine.workloads import BUILTIN_WORKLOADS, WorkloadKind, WorkloadTable, parse_path
 
@@ -157,6 +158,26 @@ def _mapping_from_dict(raw: Mapping[str, Any], where: str) -> DeviceMapping:
     )
 
 
+def _check_values(raw: Mapping[str, Any], where: str) -> None:
+    """What the apiserver would reject in the objects made from a mapping: class names, CEL syntax.
+
+    `${group}` captures are stood in for by a plain word, valid wherever a capture can be used.
+    """
+
+    def filled(text: str) -> str:
+        return re.sub(r"\$\{\w+\}", "x", text)
+
+    if raw.get("deviceClassName"):
+        problem = dns_subdomain_problem(filled(raw["deviceClassName"]))
+        if problem:
+            raise ConfigError(f"{where}.deviceClassName: {problem}")
+    for field_name in ("selectors", "classSelectors"):
+        for j, expression in enumerate(raw.get(field_name, ())):
+            problem = cel_problem(filled(expression))
+            if problem:
+                raise ConfigError(f"{where}.{field_name}[{j}]: {problem}")
+
+
 def builtin_mappings() -> list[DeviceMapping]:
     return [_mapping_from_dict(raw, f"builtin[{i}]") for i, raw in enumerate(BUILTIN_MAPPINGS)]
 
@@ -186,6 +207,8 @@ def parse_config(
     except TargetVersionError as exc:
         raise ConfigError(f"targetVersion: {exc}") from exc
     user = [_mapping_from_dict(raw, f"mappings[{i}]") for i, raw in enumerate(data.get("mappings", ()))]
+    for i, raw in enumerate(data.get("mappings", ())):
+        _check_values(raw, f"mappings[{i}]")
     builtin = builtin_mappings() if data.get("builtinMappings", True) else []
     overridden = {m.key for m in user}
     mappings = MappingTable([*user, *(m for m in builtin if m.key not in overridden)])

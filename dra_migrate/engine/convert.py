@@ -15,8 +15,12 @@ from dra_migrate.engine.mapping import DeviceRequestSpec, is_extended_resource
 from dra_migrate.engine.nodename import convert_node_name
 from dra_migrate.engine.plain import plain_copy
 from dra_migrate.engine.podspec import convert_pod_spec
+from dra_migrate.engine.quota import convert_quota, report_kueue_cluster_queue
+from dra_migrate.engine.ray import CLUSTER_SPECS as RAY_KINDS
+from dra_migrate.engine.ray import keep_ray_resources
 from dra_migrate.engine.result import ConversionResult
 from dra_migrate.engine.strategy import Path, decide
+from dra_migrate.engine.unknown import report_unknown_kind
 from dra_migrate.engine.versions import RESOURCE_GROUP
 from dra_migrate.engine.workloads import api_group
 
@@ -32,11 +36,27 @@ def convert(obj: Mapping[str, Any], config: Config) -> ConversionResult:
         converted, changed = convert_dra_object(obj, config.target, findings)
         return ConversionResult(converted, changed, [], findings.items)
     workload = config.workloads.lookup(obj)
+    if workload is None and _QUOTA_KINDS.get(str(obj.get("kind"))) == api_group(obj.get("apiVersion")):
+        return _convert_quota(obj, config)
     if workload is None:
-        return ConversionResult(obj, False)
+        unknown = report_unknown_kind(obj, api_group(obj.get("apiVersion")), config.mappings)
+        return ConversionResult(obj, False, [], unknown)
     if workload.unsupported:
         return _report_unsupported(obj, workload.unsupported, config)
     return _convert_workload(obj, config)
+
+
+_QUOTA_KINDS = {"ResourceQuota": "", "ClusterQueue": "kueue.x-k8s.io"}
+
+
+def _convert_quota(obj: dict[str, Any], config: Config) -> ConversionResult:
+    if obj.get("kind") == "ClusterQueue":
+        return ConversionResult(obj, False, [], report_kueue_cluster_queue(obj, config.mappings))
+    served: set[str] = set()
+    if config.target.feature_enabled("DRAExtendedResource"):  # claims are charged to requests.<name> too
+        served = set(config.served) | (set(config.mappings.exact_names()) if config.emits_device_classes else set())
+    converted, findings = convert_quota(obj, config.mappings, served)
+    return ConversionResult(converted or obj, converted is not None, [], findings)
 
 
 def _namespace(obj: Mapping[str, Any]) -> str | None:
@@ -93,6 +113,8 @@ def _convert_workload(obj: dict[str, Any], config: Config) -> ConversionResult:
             )
     if not changed:
         return ConversionResult(obj, False, [], findings.items, list(extended.values()))
+    if obj.get("kind") in RAY_KINDS and api_group(obj.get("apiVersion")) == "ray.io":
+        keep_ray_resources(obj, out, findings)
     # Templates are built in the hub form (v1); write them in the version the target serves.
     written = [write_hub(t, "ResourceClaimTemplate", config.target) for t in templates.values()]
     return ConversionResult(out, True, written, findings.items, list(extended.values()))

@@ -37,7 +37,7 @@ from dra_migrate.engine.mapping import (
     is_extended_resource,
 )
 from dra_migrate.engine.names import TakenLabels, unique_label
-from dra_migrate.engine.quantity import QuantityError, device_count
+from dra_migrate.engine.quantity import QuantityError, describe, device_count, is_placeholder
 from dra_migrate.engine.strategy import Path, Route, decide
 from dra_migrate.engine.templates import build_template
 
@@ -241,12 +241,13 @@ def _count(
     """The device count, or None (with an error finding) when the quantities cannot be converted."""
     values = {}
     for section, source in (("limits", limits), ("requests", requests)):
-        if name in source and _is_placeholder(source[name]):
+        if name in source and is_placeholder(source[name]):
             findings.warning(
                 "template-placeholder",
                 json_path(*where, section, name),
-                f"container {ref.name!r}: {name}: {source[name]!r} is a template placeholder; render the "
-                "template first, then convert; left as is",
+                f"container {ref.name!r}: {name}: {describe(source[name])} is an unrendered template value, so "
+                "this file looks like a template (Helm, envsubst, kustomize replacements): render it and convert "
+                "the output; left as is",
             )
             return None
         if name in source:
@@ -278,11 +279,6 @@ def _count(
         )
         return None
     return count
-
-
-def _is_placeholder(value: object) -> bool:
-    """envsubst (`${VAR}`) and Go-template (`{{ }}`) placeholders: unrendered templates, not bad counts."""
-    return isinstance(value, str) and ("${" in value or "{{" in value)
 
 
 def _best_subset(pool: list[PodClaim], need: int) -> list[PodClaim]:

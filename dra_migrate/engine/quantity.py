@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from decimal import Decimal, InvalidOperation
 
@@ -34,20 +35,41 @@ class QuantityError(ValueError):
     pass
 
 
+def describe(value: object) -> str:
+    """A value as it reads in a manifest (`null`, `true`, `"abc"`, `2.5`), not as Python prints it."""
+    if isinstance(value, str | bool) or value is None:
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, int | float):
+        return str(value)
+    return "a list" if isinstance(value, list) else "a mapping" if isinstance(value, dict) else str(value)
+
+
+# Unrendered template placeholders: Go templates, envsubst/shell variables, __X__ and <X> markers, and
+# SCREAMING_SNAKE words (PLACEHOLDER_NUM_GPU) that sed-based pipelines replace before applying.
+_PLACEHOLDER = re.compile(
+    r".*(\{\{.*\}\}|\$\{?[A-Za-z_]\w*).*|__\w+__|<[A-Za-z_][\w.-]*>|[A-Z][A-Z0-9]*(_[A-Z0-9]+)+", re.S
+)
+
+
+def is_placeholder(value: object) -> bool:
+    """Whether a count is an unrendered template value: a placeholder, or null (an empty template value)."""
+    return value is None or (isinstance(value, str) and _PLACEHOLDER.fullmatch(value.strip()) is not None)
+
+
 def parse_quantity(value: object) -> Decimal:
     """Parse the Kubernetes quantity grammar; bools and other YAML types are rejected."""
     if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise QuantityError(f"{value!r} is not a quantity")
+        raise QuantityError(f"{describe(value)} is not a valid quantity")
     if isinstance(value, int | float):
         return Decimal(str(value))
     match = _QUANTITY.fullmatch(value.strip())
     if not match:
-        raise QuantityError(f"{value!r} is not a quantity")
+        raise QuantityError(f"{describe(value)} is not a valid quantity")
     number, suffix, exponent = match.groups()
     try:
         base = Decimal(number)
     except InvalidOperation as exc:  # pragma: no cover - the regex admits only decimals
-        raise QuantityError(f"{value!r} is not a quantity") from exc
+        raise QuantityError(f"{describe(value)} is not a valid quantity") from exc
     if exponent is not None:
         try:
             return base.scaleb(int(exponent))
@@ -62,7 +84,7 @@ def device_count(value: object) -> int:
     if not quantity.is_finite() or abs(quantity) > _INT64_MAX:  # also before int(): 1E900000 has 900,001 digits
         raise QuantityError(f"{value!r} is out of range")
     if quantity < 0:
-        raise QuantityError(f"{value!r} is negative")
+        raise QuantityError(f"{describe(value)} is negative")
     if quantity != quantity.to_integral_value():
-        raise QuantityError(f"{value!r} is not a whole number of devices")
+        raise QuantityError(f"{describe(value)} is not a whole number of devices")
     return int(quantity)

@@ -38,6 +38,11 @@ RULES: tuple[Rule, ...] = (
     Rule("init-container-sees-more", WARN, "an init container shares claims holding more devices than it asked for"),
     Rule("dra-gate-off", WARN, "the target has DynamicResourceAllocation off by default"),
     Rule("unsupported-kind", WARN, "device requests in a kind whose pods cannot be given claims"),
+    Rule("quota-device-class", INFO, "a ResourceQuota device-class entry added beside a device-plugin one"),
+    Rule("quota-kept", INFO, "a ResourceQuota entry that keeps limiting claims through KEP-5004"),
+    Rule("quota-not-expressible", WARN, "a GPU quota that per-class device quotas cannot express exactly"),
+    Rule("unknown-kind", WARN, "a kind with no known pod specs names a mapped resource; add it under workloads:"),
+    Rule("ray-start-params", INFO, "rayStartParams set from the Ray container's old limits, as KubeRay derived them"),
     # Node selection and legacy pod fields
     Rule("node-name-to-selector", INFO, "spec.nodeName became node selection so the scheduler allocates claims"),
     Rule("node-name-conflict", ERROR, "nodeName conflicts with the pod's own node selection; kept"),
@@ -81,7 +86,11 @@ RULES: tuple[Rule, ...] = (
     Rule("extended-resource-class-conflict", WARN, "more than one DeviceClass maps one extended resource name"),
     Rule("target-not-released", WARN, "the target is newer than the release table: treated as its newest release"),
     Rule("schema-fallback", WARN, "--validate checks a target without its own schema against the newest one"),
-    Rule("schema", ERROR, "an output object fails the target release's OpenAPI schema"),
+    Rule("schema", ERROR, "the conversion made an object the target release would reject (schema, names, CEL)"),
+    Rule("schema-input", ERROR, "an output object the target would reject, as its input already was"),
+    Rule("comment-lost", WARN, "a comment line the fallback editor could not keep (anchors, merge keys, tags)"),
+    Rule("template-conflict", ERROR, "a generated ResourceClaimTemplate's name is taken by another spec; kept"),
+    Rule("template-reference", WARN, "a kustomization renames templates but not the references to them"),
 )
 
 BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}

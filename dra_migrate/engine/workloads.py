@@ -115,6 +115,11 @@ BUILTIN_WORKLOADS: tuple[WorkloadKind, ...] = (
         "LLMInferenceService",
         ("spec.template", "spec.worker", "spec.prefill.template", "spec.prefill.worker"),
     ),
+    WorkloadKind(  # the base configuration LLMInferenceServices inherit: the same spec type
+        "serving.kserve.io",
+        "LLMInferenceServiceConfig",
+        ("spec.template", "spec.worker", "spec.prefill.template", "spec.prefill.worker"),
+    ),
     WorkloadKind("trainer.kubeflow.org", "TrainJob", (), unsupported=_TRAINJOB_REASON),
     WorkloadKind("argoproj.io", "Workflow", (), unsupported=_ARGO_REASON),
     WorkloadKind("argoproj.io", "WorkflowTemplate", (), unsupported=_ARGO_REASON),

@@ -5,6 +5,28 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+OUTPUT_FORMATS = ("yaml", "json")
+PLACEMENTS = ("kustomization", "per-file")
+
+
+def output_format(value: str) -> str:
+    """`-o` takes a format, as in kubectl; a directory is never guessed from it."""
+    if value in OUTPUT_FORMATS:
+        return value
+    raise argparse.ArgumentTypeError(
+        f"{value!r} is not an output format (yaml or json); to write a tree use --output-dir {value}"
+    )
+
+
+def _size(value: str) -> int:
+    try:
+        megabytes = int(value)
+    except ValueError:
+        megabytes = 0
+    if megabytes <= 0:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a positive whole number of MiB")
+    return megabytes * 1024 * 1024
+
 
 def _common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="*", metavar="PATH", help="files or directories; - or nothing reads stdin")
@@ -26,20 +48,49 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
         "--include",
         action="append",
         default=[],
-        metavar="GLOB",
-        help="in directories, read files matching GLOB (default *.yaml *.yml *.json); repeatable",
+        metavar="PATTERN",
+        help="in directories, read files matching PATTERN (gitignore syntax, any letter case; "
+        "default *.yaml *.yml *.json); repeatable",
     )
-    parser.add_argument("--exclude", action="append", default=[], metavar="GLOB", help="skip matching files")
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="skip matching files and directories (gitignore syntax: `legacy` skips every directory or file "
+        "of that name, `overlays/prod` that path under the directory argument); repeatable",
+    )
     parser.add_argument(
         "--report",
         choices=("text", "json", "none"),
-        help="findings report on stderr (default: text on a terminal, none in a pipe)",
+        help="details on stderr: text (default on a terminal), json, or none (default in a pipe); "
+        "errors and a one-line summary are always printed",
     )
-    parser.add_argument("--report-file", metavar="PATH", help="write the report to PATH instead of stderr")
+    parser.add_argument(
+        "--report-file",
+        metavar="PATH",
+        help="write the report to PATH instead of stderr (json when PATH ends in .json, else text)",
+    )
+    parser.add_argument("-q", "--quiet", action="store_true", help="print errors only: no warnings, summary, progress")
     parser.add_argument(
         "--validate",
         action="store_true",
-        help="check every output object against the target's OpenAPI schema; failures are errors",
+        help="check every output object against the target's OpenAPI schema, DNS names and CEL selectors; "
+        "problems the conversion introduced are errors, those already in the input warnings",
+    )
+    parser.add_argument(
+        "--template-placement",
+        choices=PLACEMENTS,
+        help="where generated ResourceClaimTemplates go in a tree: kustomization (default: a "
+        "dra-migrate-templates.yaml added to the resources of the kustomization.yaml that lists the file; "
+        "elsewhere into the file itself) or per-file (into each file that needs them)",
+    )
+    parser.add_argument(
+        "--max-file-size",
+        type=_size,
+        default=64 * 1024 * 1024,
+        metavar="MIB",
+        help="refuse input files larger than this (default 64)",
     )
 
 
@@ -51,21 +102,29 @@ def register(subparsers: Any) -> None:
         "resource.k8s.io versions in manifests. Exit 0 on success, 2 when anything could not be converted.",
     )
     _common_arguments(convert)
+    convert.add_argument(
+        "-o",
+        "--output",
+        type=output_format,
+        metavar="FORMAT",
+        help="print to stdout as yaml (default: the files' own text, edited) or json (one object or a v1 List)",
+    )
     where = convert.add_mutually_exclusive_group()
-    where.add_argument("-o", "--output-dir", metavar="DIR", help="write the converted tree under DIR")
+    where.add_argument("--output-dir", metavar="DIR", help="write the converted tree under DIR")
     where.add_argument("--in-place", action="store_true", help="rewrite changed files in place (atomically)")
     convert.add_argument(
         "--templates-file",
         metavar="PATH",
-        help="write all generated ResourceClaimTemplates to PATH instead of next to workloads",
+        help="write all generated ResourceClaimTemplates to PATH (merged with the templates already there) "
+        "instead of next to the workloads",
     )
     convert.set_defaults(handler=_run_convert)
 
     diff = subparsers.add_parser(
         "diff",
         help="preview what convert would change (exit 0 none, 1 changes, 2 errors)",
-        description="Unified diff of what `convert` would change. Exit 0 nothing to change, 1 changes "
-        "needed, 2 errors.",
+        description="Unified diff of what `convert --in-place` would change. Exit 0 nothing to change, "
+        "1 changes needed, 2 errors.",
     )
     _common_arguments(diff)
     diff.set_defaults(handler=_run_diff)

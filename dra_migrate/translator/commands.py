@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import difflib
+import json
 import sys
 from collections.abc import Iterable, Iterator
-from contextlib import ExitStack
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import yaml
 
@@ -27,89 +28,92 @@ from dra_migrate.engine import (
     with_strategy,
 )
 from dra_migrate.exits import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, fail
-from dra_migrate.translator.output import StdoutWriter, write_atomic
+from dra_migrate.translator import limits
+from dra_migrate.translator.inputs import InputTooLargeError, read_file, read_stdin
+from dra_migrate.translator.kustomize import FILE_NAMES, TEMPLATES_FILE, Kustomization, KustomizationIndex
+from dra_migrate.translator.output import JsonWriter, StdoutWriter, install_signal_cleanup, write_atomic
 from dra_migrate.translator.pipeline import FileResult, RunOptions, dump_documents, process
-from dra_migrate.translator.registry import TemplateRegistry
-from dra_migrate.translator.report import JsonReport, Progress, RunSummary, file_entries, print_summary, run_entry
+from dra_migrate.translator.placement import add_resource, merge_templates
+from dra_migrate.translator.registry import TemplateKey, TemplateRegistry, template_key
+from dra_migrate.translator.report import Progress, Reporter, paint, use_colour
 from dra_migrate.translator.schema import schema_notice
-from dra_migrate.translator.sources import Source, discover, has_stdin
+from dra_migrate.translator.sources import Source, discover, display_path, has_stdin
+from dra_migrate.translator.yamltext import kubeyaml
 
 
 class UsageError(Exception):
     pass
 
 
-def _read(source: Source, stdin_text: str | None) -> str:
-    if source.path is None:
-        return stdin_text or ""
-    return source.path.read_text(encoding="utf-8")
-
-
-def _note_existing_templates(sources: Iterable[Source], stdin_text: str | None, registry: TemplateRegistry) -> None:
-    """Templates already in the inputs are not emitted again; KEP-5004 DeviceClasses there are noted."""
-    for source in sources:
-        try:
-            text = _read(source, stdin_text)
-        except (OSError, UnicodeDecodeError):
-            continue
-        if "ResourceClaimTemplate" not in text and "extendedResourceName" not in text:
-            continue
-        try:
-            documents = list(yaml.load_all(text, Loader=yaml.CSafeLoader))
-        except yaml.YAMLError:
-            continue
-        for document in documents:
-            items = (
-                document.get("items", [])
-                if isinstance(document, dict) and document.get("kind") == "List"
-                else [document]
-            )
-            for item in items:
-                if isinstance(item, dict) and item.get("kind") == "ResourceClaimTemplate":
-                    registry.note_existing(item)
-                elif isinstance(item, dict) and item.get("kind") == "DeviceClass":
-                    registry.note_device_class(item)
+def _objects(text: str) -> list[Any]:
+    if "ResourceClaimTemplate" not in text and "extendedResourceName" not in text:
+        return []
+    try:
+        documents = kubeyaml.load_all(text)
+    except (yaml.YAMLError, ValueError, RecursionError):
+        return []
+    out: list[Any] = []
+    for document in documents:
+        is_list = isinstance(document, dict) and document.get("kind") == "List"
+        items = document.get("items") if is_list else [document]
+        out.extend(item for item in items if isinstance(items, list) and isinstance(item, dict))
+    return out
 
 
 class Run:
-    """Shared driver for convert and diff: config, sources, per-file processing and the report."""
+    """Shared driver for convert and diff: config, sources, per-file processing, templates, the report.
 
-    def __init__(self, args: argparse.Namespace, templates_inline: bool) -> None:
+    Template placement: `stream` (stdout: the stream is one unit), `single` (--templates-file),
+    `per-file`, or `kustomization` (files a kustomization lists get a templates file beside it)."""
+
+    def __init__(self, args: argparse.Namespace, placement: str) -> None:
         config = load_config(args.config, args.target_version)
         if args.strategy:
             config = with_strategy(config, args.strategy)
+        # limits.MAX_DEPTH levels of nesting through recursive walks (Python 3.11 frames are cheap)
+        sys.setrecursionlimit(max(sys.getrecursionlimit(), limits.RECURSION_LIMIT))
+        self.args = args
+        self.placement = placement
+        self.limit: int = args.max_file_size
         # Sources are walked lazily (twice: templates first), so memory does not grow with the tree.
         self._paths, self._include, self._exclude = args.paths, args.include, args.exclude
-        self.stdin_text = sys.stdin.read() if has_stdin(args.paths) else None
-        self.registry = TemplateRegistry()
-        _note_existing_templates(self.sources(), self.stdin_text, self.registry)
+        if has_stdin(args.paths) and sys.stdin.isatty():
+            raise UsageError("no input: name files or directories, or pipe manifests on stdin (-)")
+        self.stdin_text = self._read_stdin() if has_stdin(args.paths) else None
+        self._streams: dict[Path, str] = {}
+        self.registry = TemplateRegistry()  # DeviceClasses; templates too for the stream and single placements
+        self.index = KustomizationIndex()
+        self.existing: dict[Path, set[TemplateKey]] = {}  # templates each input file already holds
+        self._prepass()
         # DeviceClasses among the inputs map names for the migration strategy (KEP-5004).
         input_classes = serving_classes(self.registry.device_classes)
         config = with_served_classes(config, {name: classes[0] for name, classes in input_classes.items()})
         if args.device_classes:
             config = with_emitted_classes(config)
         self.options = RunOptions(
-            config=config, input_classes=input_classes, templates_inline=templates_inline, validate=args.validate
+            config=config,
+            input_classes=input_classes,
+            templates_inline=placement != "single",
+            validate=args.validate,
         )
-        self.extended: dict[str, DeviceRequestSpec] = {}
-        self.summary = RunSummary()
-        self.report_kind = args.report or ("text" if sys.stderr.isatty() else "none")
-        self.report_file: str | None = args.report_file
-        self.json_report = JsonReport(str(config.target))
-        self.problems: list[dict[str, Any]] = []
-        self.any_errors = False
-        notice = config.target.notice
-        if notice:
-            self._note_run(Finding(Severity.WARNING, "target-not-released", "", notice))
+        self.extended: dict[str, DeviceRequestSpec] = {}  # names left to KEP-5004, for --device-classes
+        self.reporter = Reporter(args, str(config.target))
+        if config.target.notice:
+            self.reporter.add_run(Finding(Severity.WARNING, "target-not-released", "", config.target.notice))
         schema = schema_notice(config.target) if args.validate else None
         if schema:
-            self._note_run(Finding(Severity.WARNING, "schema-fallback", "", schema))
+            self.reporter.add_run(Finding(Severity.WARNING, "schema-fallback", "", schema))
+        self.any_errors = False
+        self.needs: dict[Path, list[dict[str, Any]]] = {}  # kustomization file -> templates its files need
+        self.roots: dict[Path, Path] = {}  # kustomization file -> the directory argument it was found under
+        self.templates: list[dict[str, Any]] = []  # for --templates-file
+        self._seen: dict[Path, str] = {}  # resolved path -> display, to convert a symlinked file once
 
-    def _note_run(self, finding: Finding) -> None:
-        row = run_entry(finding)
-        self.summary.severities.update([row["severity"]])
-        self.json_report.add_rows([row])
-        self.problems.append(row)
+    def _read_stdin(self) -> str:
+        try:
+            return read_stdin(self.limit)
+        except (InputTooLargeError, UnicodeDecodeError) as exc:
+            raise UsageError(f"<stdin>: {exc}") from exc
 
     def device_classes_text(self) -> str:
         """The DeviceClasses for every name left to KEP-5004 in this run, in the target's version."""
@@ -123,109 +127,268 @@ class Run:
     def sources(self) -> Iterator[Source]:
         return discover(self._paths, self._include, self._exclude)
 
+    def _read(self, source: Source) -> str:
+        if source.path is None:
+            return self.stdin_text or ""
+        if source.path in self._streams:
+            return self._streams[source.path]
+        text = read_file(source.path, self.limit)
+        if not source.path.is_file():  # a pipe (`<(...)`) reads once: keep it for the second pass
+            self._streams[source.path] = text
+        return text
+
+    def _prepass(self) -> None:
+        """Templates and KEP-5004 DeviceClasses already in the inputs; kustomizations in the tree."""
+        shared = self.placement in ("stream", "single")
+        for source in self.sources():
+            if source.path is not None and source.path.name in FILE_NAMES:
+                self.index.at(source.path.parent)
+            try:
+                objects = _objects(self._read(source))
+            except (OSError, UnicodeDecodeError, InputTooLargeError):
+                continue
+            for obj in objects:
+                if obj.get("kind") == "ResourceClaimTemplate":
+                    if shared:
+                        self.registry.note_existing(obj)
+                    if source.path is not None:
+                        self.existing.setdefault(source.path.resolve(), set()).add(template_key(obj))
+                elif obj.get("kind") == "DeviceClass":
+                    self.registry.note_device_class(obj)
+
     def results(self) -> Iterator[FileResult]:
-        progress = Progress(sum(1 for _ in self.sources()) if sys.stderr.isatty() else 0)
+        total = sum(1 for _ in self.sources()) if self.reporter.progress_allowed and sys.stderr.isatty() else 0
+        progress = Progress(total)
         for source in self.sources():
             result = self._process(source)
-            self.extended.update(result.extended)
-            self.summary.add(result, len(result.templates) + result.templates_inline)
-            self.any_errors |= result.has_errors
-            if self.report_kind == "json":
-                self.json_report.add(result)
-            elif self.report_kind == "text":
-                self.problems.extend(r for r in file_entries(result) if r["severity"] in ("warning", "error"))
+            self.record(result)
             progress.step(source.display)
             yield result
         progress.close()
 
+    def record(self, result: FileResult) -> None:
+        self.extended.update(result.extended)
+        self.reporter.add(result)
+        self.any_errors |= result.has_errors
+
+    def _unit(self, source: Source) -> tuple[TemplateRegistry, RunOptions, Kustomization | None]:
+        if self.placement in ("stream", "single"):
+            return self.registry, self.options, None
+        owner = None
+        if self.placement == "kustomization" and source.path is not None and source.root is not None:
+            owner = self.index.owner(source.path, source.root)
+        options = dataclasses.replace(self.options, templates_inline=owner is None)
+        return self.registry.child(), options, owner
+
     def _process(self, source: Source) -> FileResult:
+        if source.path is not None and self.args.in_place_like:
+            real = source.path.resolve()
+            if real in self._seen:
+                result = FileResult(source, "", "")
+                result.skipped = f"the same file as {self._seen[real]} (a symbolic link): converted once, through it"
+                return result
+            self._seen[real] = source.display
         try:
-            text = _read(source, self.stdin_text)
-        except (OSError, UnicodeDecodeError) as exc:
+            text = self._read(source)
+        except (OSError, UnicodeDecodeError, InputTooLargeError) as exc:
             result = FileResult(source, "", "")
             result.error = f"cannot read: {getattr(exc, 'strerror', None) or exc}"
             return result
+        registry, options, owner = self._unit(source)
         try:
-            return process(source, text, self.registry, self.options)
+            result = process(source, text, registry, options)
         except Exception as exc:  # one bad file must not stop a bulk run or leak a traceback
             result = FileResult(source, text, text)
             result.error = f"internal error, file left unchanged: {type(exc).__name__}: {exc}"
             return result
+        if owner is not None and result.templates and source.root is not None:
+            self.needs.setdefault(owner.path, []).extend(result.templates)
+            self.roots.setdefault(owner.path, source.root)
+            result.templates_inline, result.templates = len(result.templates), []  # counted where they land
+        elif self.placement == "single":
+            self.templates.extend(result.templates)
+        return result
 
-    def finish(self) -> None:
-        if self.report_kind == "none":
+    # -- templates outside the converted files --------------------------------------------
+
+    def template_files(self) -> Iterator[FileResult]:
+        """Files the run writes besides the inputs: --templates-file, or kustomization templates files."""
+        if self.placement == "single":
+            yield self._merged_file(Path(self.args.templates_file), None, self.templates)
+        for path, templates in self.needs.items():
+            yield from self._kustomization_files(path, templates)
+
+    def _merged_file(
+        self, path: Path, root: Path | None, templates: list[dict[str, Any]], notes: list[Finding] | None = None
+    ) -> FileResult:
+        relative = path.relative_to(root) if root is not None else Path(path.name)
+        source = Source(path, relative, root)
+        try:
+            existing = read_file(path, self.limit) if path.exists() else ""
+        except (OSError, UnicodeDecodeError, InputTooLargeError) as exc:
+            result = FileResult(source, "", "")
+            result.error = f"cannot read, templates not written: {getattr(exc, 'strerror', None) or exc}"
+            return result
+        merged = merge_templates(existing, templates)
+        result = FileResult(source, existing, merged.text, templates_inline=merged.added)
+        result.error = merged.error
+        result.file_findings.extend(Finding(Severity.ERROR, "template-conflict", "", c) for c in merged.conflicts)
+        result.file_findings.extend(notes or ())
+        self.record(result)
+        return result
+
+    def _kustomization_files(self, path: Path, templates: list[dict[str, Any]]) -> Iterator[FileResult]:
+        kustomization = self.index.at(path.parent)
+        assert kustomization is not None
+        root = self.roots[path]
+        elsewhere: set[TemplateKey] = set()
+        for other in self.index.reachable(kustomization):
+            elsewhere.update(template_key(t) for t in self.needs.get(other.path, ()))
+            for listed in other.files:
+                elsewhere.update(self.existing.get(listed, ()))
+        for listed in kustomization.files:
+            if listed.name != TEMPLATES_FILE:
+                elsewhere.update(self.existing.get(listed, ()))
+        placed = [t for t in templates if template_key(t) not in elsewhere]
+        if not placed:
             return
-        with ExitStack() as stack:
-            stream: TextIO = (
-                stack.enter_context(Path(self.report_file).open("w", encoding="utf-8"))
-                if self.report_file
-                else sys.stderr
+        templates_file = kustomization.directory / TEMPLATES_FILE
+        templates_result = self._merged_file(templates_file, root, placed, self._rename_warnings(kustomization))
+        yield templates_result
+        edited = add_resource(kustomization.text, kustomization.data, TEMPLATES_FILE)
+        if edited is not None and templates_result.error is None:
+            source = Source(kustomization.path, kustomization.path.relative_to(root), root)
+            result = FileResult(source, kustomization.text, edited)
+            self.record(result)
+            yield result
+
+    def _rename_warnings(self, kustomization: Kustomization) -> list[Finding]:
+        """namePrefix/nameSuffix rename the templates but not the pods' references to them."""
+        renaming = [kustomization] if kustomization.renames else []
+        renaming += [k for k in self.index.known() if k.renames and kustomization in self.index.reachable(k)]
+        return [
+            Finding(
+                Severity.WARNING,
+                "template-reference",
+                "",
+                f"{display_path(k.path)} sets {' and '.join(k.renames)}: kustomize renames the generated "
+                "ResourceClaimTemplates but not resourceClaimTemplateName in the pods that use them, so those "
+                "references would not be satisfied; drop the prefix for ResourceClaimTemplates or rename them by hand",
             )
-            if self.report_kind == "json":
-                self.json_report.dump(stream, self.summary)
-            else:
-                print_summary(stream, self.summary, self.problems)
+            for k in renaming
+        ]
 
 
-def _start(args: argparse.Namespace, templates_inline: bool) -> Run:
+def _placement(args: argparse.Namespace, stream: bool) -> str:
+    if getattr(args, "templates_file", None):
+        return "single"
+    if stream:
+        return "stream"
+    return str(args.template_placement or "kustomization")
+
+
+def _start(args: argparse.Namespace, stream: bool) -> Run:
     try:
-        return Run(args, templates_inline)
+        return Run(args, _placement(args, stream))
     except (ConfigError, TargetVersionError) as exc:
         raise UsageError(f"config: {exc}") from exc
 
 
+def _emit(args: argparse.Namespace, result: FileResult, writer: StdoutWriter | JsonWriter) -> None:
+    if args.in_place:
+        if result.changed and result.error is None and result.source.path is not None:
+            # write through a symbolic link to the file it points at: the link stays a link
+            write_atomic(result.source.path.resolve(), result.text)
+    elif args.output_dir:
+        if result.skipped is None or result.text:
+            write_atomic(Path(args.output_dir) / result.source.relative, result.text, durable=False)
+    elif isinstance(writer, JsonWriter):
+        writer.add(_output_objects(result))
+    else:
+        writer.write(result.text)
+
+
+def _output_objects(result: FileResult) -> list[Any]:
+    try:
+        if result.source.is_json or result.text.lstrip().startswith(("{", "[")):
+            return [json.loads(result.text)]
+        return kubeyaml.load_all(result.text)
+    except (ValueError, yaml.YAMLError):
+        return []  # the file's error is in the report
+
+
 def run_convert(args: argparse.Namespace) -> int:
+    args.in_place_like = bool(args.in_place)
+    if (args.in_place or args.output_dir) and args.output:
+        return fail("convert", "-o/--output prints to stdout; it cannot be combined with --in-place or --output-dir")
     if args.in_place and has_stdin(args.paths):
         return fail("convert", "--in-place needs file or directory paths, not stdin")
+    to_files = bool(args.in_place or args.output_dir)
+    if to_files:
+        install_signal_cleanup()
     try:
-        run = _start(args, templates_inline=args.templates_file is None)
+        run = _start(args, stream=not to_files)
     except UsageError as exc:
         return fail("convert", str(exc))
-    stdout = StdoutWriter(sys.stdout)
-    templates: list[dict[str, Any]] = []
+    writer: StdoutWriter | JsonWriter = JsonWriter(sys.stdout) if args.output == "json" else StdoutWriter(sys.stdout)
     for result in run.results():
-        templates.extend(result.templates)
-        if args.in_place:
-            if result.changed and result.error is None:
-                assert result.source.path is not None
+        _emit(args, result, writer)
+    for result in run.template_files():
+        if run.placement == "single":  # the templates file is written where it was named, in every mode
+            if result.changed and result.error is None and result.source.path is not None:
                 write_atomic(result.source.path, result.text)
-        elif args.output_dir:
-            write_atomic(Path(args.output_dir) / result.source.relative, result.text, durable=False)
         else:
-            stdout.write(result.text)
-    if args.templates_file:
-        write_atomic(Path(args.templates_file), dump_documents(templates))
+            _emit(args, result, writer)
+    writer.finish()
     if args.device_classes:
         write_atomic(Path(args.device_classes), run.device_classes_text())
-    run.finish()
+    run.reporter.finish()
     return EXIT_ERROR if run.any_errors else EXIT_OK
 
 
+def _chain(first: Iterable[FileResult], then: Any) -> Iterator[FileResult]:
+    yield from first
+    yield from then()
+
+
 def run_diff(args: argparse.Namespace) -> int:
+    args.in_place_like = True
+    args.templates_file = None
     try:
-        run = _start(args, templates_inline=True)
+        run = _start(args, stream=has_stdin(args.paths))
     except UsageError as exc:
         return fail("diff", str(exc))
+    colour = use_colour(sys.stdout)
     changes = False
-    for result in run.results():
+    for result in _chain(run.results(), run.template_files):
         if result.changed:
             changes = True
-            _write_diff(result.source.display, result.original, result.text)
+            _write_diff(result.source.display, result.original, result.text, colour)
     if args.device_classes:
         path = Path(args.device_classes)
-        before = path.read_text(encoding="utf-8") if path.is_file() else ""
+        before = read_file(path) if path.is_file() else ""
         after = run.device_classes_text()
         if after != before:
             changes = True
-            _write_diff(args.device_classes, before, after)
-    run.finish()
+            _write_diff(args.device_classes, before, after, colour)
+    run.reporter.finish()
     if run.any_errors:
         return EXIT_ERROR
     return EXIT_CHANGES if changes else EXIT_OK
 
 
-def _write_diff(name: str, before: str, after: str) -> None:
-    sys.stdout.writelines(difflib.unified_diff(_diff_lines(before), _diff_lines(after), f"a/{name}", f"b/{name}"))
+def _write_diff(name: str, before: str, after: str, colour: bool) -> None:
+    lines = difflib.unified_diff(_diff_lines(before), _diff_lines(after), f"a/{name}", f"b/{name}")
+    sys.stdout.writelines(_coloured(line) for line in lines) if colour else sys.stdout.writelines(lines)
+
+
+def _coloured(line: str) -> str:
+    if line.startswith(("+++", "---")):
+        return paint(line.rstrip("\n"), "bold", True) + "\n"
+    colour = {"+": "info", "-": "error", "@": "warning"}.get(line[:1])
+    if colour is None:
+        return line
+    return paint(line.rstrip("\n"), colour, True) + "\n"
 
 
 def _diff_lines(text: str) -> list[str]:

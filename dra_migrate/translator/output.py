@@ -1,15 +1,38 @@
-"""Where converted text goes: stdout, a mirror tree (-o DIR), or back into the file (--in-place).
+"""Where converted text goes: stdout (YAML text or one JSON value), a mirror tree (--output-dir),
+or back into the file (--in-place).
 
 Every file write is atomic (temporary file in the same directory, then rename), so an error or an
-interrupt never leaves a half-written or emptied file behind.
+interrupt never leaves a half-written or emptied file behind; SIGTERM and SIGINT remove the
+temporary file before the process exits.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import tempfile
 from pathlib import Path
-from typing import TextIO
+from types import FrameType
+from typing import Any, TextIO
+
+from dra_migrate.translator.inputs import newline_of
+
+EXIT_TERMINATED = 128 + signal.SIGTERM
+
+_pending: set[Path] = set()  # temporary files not yet renamed into place
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    for temporary in list(_pending):
+        temporary.unlink(missing_ok=True)
+    raise SystemExit(EXIT_TERMINATED)  # unwinds through write_atomic's cleanup too
+
+
+def install_signal_cleanup() -> None:
+    """SIGTERM ends the run like Ctrl-C does: through Python, so no temporary file stays behind."""
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _on_sigterm)
 
 
 def write_atomic(path: Path, text: str, durable: bool = True) -> None:
@@ -17,18 +40,22 @@ def write_atomic(path: Path, text: str, durable: bool = True) -> None:
     loss must not cost the user's file; a fresh output tree can be regenerated, so it skips that cost."""
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    temporary = Path(name)
+    _pending.add(temporary)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
             if durable:
                 handle.flush()
                 os.fsync(handle.fileno())
-        Path(temporary).chmod(mode)
-        Path(temporary).replace(path)
+        temporary.chmod(mode)
+        temporary.replace(path)
     except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+        temporary.unlink(missing_ok=True)
         raise
+    finally:
+        _pending.discard(temporary)
 
 
 class StdoutWriter:
@@ -41,7 +68,34 @@ class StdoutWriter:
     def write(self, text: str) -> None:
         if not text:
             return
+        nl = newline_of(text)
         if self._written_any:
-            self.stream.write("---\n" if not text.startswith("---") else "")
-        self.stream.write(text if text.endswith("\n") else text + "\n")
+            self.stream.write(f"---{nl}" if not text.startswith("---") else "")
+        self.stream.write(text if text.endswith("\n") else text + nl)
         self._written_any = True
+
+    def finish(self) -> None:
+        pass
+
+
+class JsonWriter:
+    """`-o json`: every output object as one JSON value, like kubectl: the object, or a v1 List."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.objects: list[Any] = []
+
+    def add(self, objects: list[Any]) -> None:
+        for obj in objects:
+            if isinstance(obj, dict) and obj.get("kind") == "List" and isinstance(obj.get("items"), list):
+                self.objects.extend(obj["items"])
+            elif isinstance(obj, dict):
+                self.objects.append(obj)
+
+    def finish(self) -> None:
+        if not self.objects:
+            return
+        objects = self.objects
+        value = objects[0] if len(objects) == 1 else {"apiVersion": "v1", "kind": "List", "items": objects}
+        json.dump(value, self.stream, indent=4, ensure_ascii=False, default=str)
+        self.stream.write("\n")

@@ -22,10 +22,12 @@ from dra_migrate.engine import (
     convert,
     device_class_name,
 )
-from dra_migrate.translator.registry import TemplateRegistry
-from dra_migrate.translator.schema import validate_object
+from dra_migrate.translator import limits
+from dra_migrate.translator.checks import split_by_origin
+from dra_migrate.translator.inputs import newline_of
+from dra_migrate.translator.registry import Claim, TemplateRegistry, describe_key, template_key
 from dra_migrate.translator.sources import Source
-from dra_migrate.translator.yamltext import apply_changes, dump_json_like, split_stream
+from dra_migrate.translator.yamltext import EditResult, dump_json_like, edit_document, kubeyaml, split_stream
 
 _TEMPLATE_MARKERS = ("{{", "{%")
 
@@ -56,6 +58,7 @@ class FileResult:
     templates_inline: int = 0  # how many were written next to their workloads
     error: str | None = None
     skipped: str | None = None
+    file_findings: list[Finding] = field(default_factory=list)  # about the file as a whole
 
     @property
     def changed(self) -> bool:
@@ -63,7 +66,11 @@ class FileResult:
 
     @property
     def has_errors(self) -> bool:
-        return self.error is not None or any(d.has_errors for d in self.documents)
+        return (
+            self.error is not None
+            or any(d.has_errors for d in self.documents)
+            or any(f.severity is Severity.ERROR for f in self.file_findings)
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,18 +97,24 @@ def is_manifest(obj: Any) -> bool:
     return isinstance(obj, dict) and isinstance(obj.get("apiVersion"), str) and isinstance(obj.get("kind"), str)
 
 
-def _validate(report: DocumentReport, objects: list[dict[str, Any]], options: RunOptions) -> None:
-    for obj in objects:
-        result = validate_object(obj, options.config.target)
-        for error in result.errors:
-            report.findings.append(
-                Finding(
-                    Severity.ERROR,
-                    "schema",
-                    "",
-                    f"{obj.get('kind')} invalid for Kubernetes {options.config.target}: {error}",
-                )
+def _validate(report: DocumentReport, original: Any, objects: list[dict[str, Any]], options: RunOptions) -> None:
+    """Problems the conversion introduced (`schema`) apart from those the input already had (`schema-input`)."""
+    target = options.config.target
+    for index, obj in enumerate(objects):
+        introduced, inherited = split_by_origin(obj, original if index == 0 else None, target)
+        report.findings.extend(
+            Finding(Severity.ERROR, "schema", "", f"{obj.get('kind')} invalid for Kubernetes {target}: {problem}")
+            for problem in introduced
+        )
+        report.findings.extend(
+            Finding(
+                Severity.ERROR,
+                "schema-input",
+                "",
+                f"{obj.get('kind')} invalid for Kubernetes {target}, as the input already was: {problem}",
             )
+            for problem in inherited
+        )
 
 
 @dataclass(slots=True)
@@ -121,14 +134,40 @@ def _convert_document(obj: Any, report: DocumentReport, registry: TemplateRegist
     report.findings.extend(result.findings)
     if obj.get("kind") == "DeviceClass":
         report.findings.extend(_competing_classes(obj, options))
-    new_templates = [t for t in result.templates if registry.claim(t)]
+    new_templates = []
+    for template in result.templates:
+        claim = registry.claim(template)
+        if claim is Claim.NEW:
+            new_templates.append(template)
+        elif claim is Claim.CONFLICT:
+            report.findings.append(_conflict(template))
     if result.object is None:
         report.status = "dropped"
     elif result.changed:
         report.status = "changed"
     if options.validate and result.object is not None:
-        _validate(report, [result.object, *new_templates], options)
+        _validate(report, obj, [result.object, *new_templates], options)
     return _Converted(result.object, result.changed, new_templates, result.extended)
+
+
+def _conflict(template: dict[str, Any]) -> Finding:
+    key = describe_key(template_key(template))
+    return Finding(
+        Severity.ERROR,
+        "template-conflict",
+        "",
+        f"ResourceClaimTemplate {key} already exists in the output with another spec (edited by hand?); "
+        "it is left as is, so the converted workload would get other devices than it asked for",
+    )
+
+
+def note_templates(objects: list[Any], registry: TemplateRegistry) -> None:
+    """Templates a file already holds (itself or inside a List) are not added to it again."""
+    for obj in objects:
+        items = obj.get("items") if isinstance(obj, dict) and obj.get("kind") == "List" else [obj]
+        for item in items if isinstance(items, list) else ():
+            if isinstance(item, dict) and item.get("kind") == "ResourceClaimTemplate":
+                registry.note_existing(item)
 
 
 def _competing_classes(device_class: dict[str, Any], options: RunOptions) -> list[Finding]:
@@ -154,18 +193,17 @@ def _competing_classes(device_class: dict[str, Any], options: RunOptions) -> lis
 
 
 def dump_documents(objs: Iterable[Any]) -> str:
-    """New documents (templates, DeviceClasses) as a YAML stream, each after `---`, lines never folded."""
-    return "".join(
-        f"---\n{yaml.dump(obj, Dumper=yaml.CSafeDumper, sort_keys=False, default_flow_style=False, width=1 << 16)}"
-        for obj in objs
-    )
+    """New documents (templates, DeviceClasses) as a YAML stream, each after `---`, read by kubectl as written."""
+    return "".join(f"---\n{kubeyaml.dump(obj)}" for obj in objs)
 
 
-def _template_documents(templates: list[dict[str, Any]], text: str) -> str:
+def _template_documents(templates: list[dict[str, Any]], text: str, nl: str) -> str:
+    """Documents appended after `text`, in the file's own line ending."""
     if not templates:
         return ""
-    lead = "" if text.endswith("\n") or not text else "\n"
-    return lead + dump_documents(templates)
+    lead = "" if text.endswith("\n") or not text else nl
+    body = dump_documents(templates)
+    return lead + (body.replace("\n", nl) if nl != "\n" else body)
 
 
 def process_yaml(source: Source, text: str, registry: TemplateRegistry, options: RunOptions) -> FileResult:
@@ -178,21 +216,33 @@ def process_yaml(source: Source, text: str, registry: TemplateRegistry, options:
         else:
             result.error = _yaml_error(exc)
         return result
+    for index, document in enumerate(stream.documents):
+        if limits.might_exceed(document.text):
+            try:
+                limits.check(document.obj)
+            except limits.LimitError as exc:
+                result.error = f"document {index + 1}: {exc}; file left unchanged"
+                return result
     out: list[str] = []
+    nl = newline_of(text)
+    note_templates([document.obj for document in stream.documents], registry)
     for index, document in enumerate(stream.documents):
         report = DocumentReport(index)
         result.documents.append(report)
         converted = _convert_document(document.obj, report, registry, options)
         result.extended.update((spec.resource, spec) for spec in converted.extended)
         if report.status == "dropped":
-            header = "---\n" if document.text.startswith("---") else ""
-            out.append(f"{header}# dra-migrate: {report.kind} {report.name or ''} dropped (see the report)\n")
+            header = f"---{nl}" if document.text.startswith("---") else ""
+            out.append(f"{header}# dra-migrate: {report.kind} {report.name or ''} dropped (see the report){nl}")
         elif converted.changed:
-            out.append(apply_changes(document.text, document.obj, converted.obj))
+            edited = edit_document(document.text, document.obj, converted.obj)
+            out.append(edited.text)
+            first_line = text.count("\n", 0, document.start)
+            report.findings.extend(_lost_comment_findings(edited, first_line))
         else:
             out.append(document.text)
         if options.templates_inline:
-            out.append(_template_documents(converted.new_templates, out[-1]))
+            out.append(_template_documents(converted.new_templates, out[-1], nl))
             result.templates_inline += len(converted.new_templates)
         else:
             result.templates.extend(converted.new_templates)
@@ -200,6 +250,21 @@ def process_yaml(source: Source, text: str, registry: TemplateRegistry, options:
         result.skipped = "no Kubernetes objects (no apiVersion/kind)"
     result.text = stream.join(out)
     return result
+
+
+def _lost_comment_findings(edited: EditResult, first_line: int) -> list[Finding]:
+    """One warning per comment line a fallback editor could not keep (anchors, merge keys, tags)."""
+    how = "rewritten" if edited.method == "rewrite" else "round-tripped"
+    return [
+        Finding(
+            Severity.WARNING,
+            "comment-lost",
+            "",
+            f"comment on line {first_line + line} lost ({comment}): the document was {how} in full "
+            f"because of {edited.reason.split(';')[0]}, which the comment-keeping editor does not edit in place",
+        )
+        for line, comment in edited.lost_comments
+    ]
 
 
 def _yaml_error(exc: Exception) -> str:
@@ -213,11 +278,18 @@ def process_json(source: Source, text: str, registry: TemplateRegistry, options:
     result = FileResult(source, text, text)
     try:
         obj = json.loads(text)
+        if limits.might_exceed(text):
+            limits.check(obj)
     except json.JSONDecodeError as exc:
         result.error = f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
         return result
+    except (RecursionError, limits.LimitError) as exc:
+        problem = exc if isinstance(exc, limits.LimitError) else f"nested deeper than {limits.MAX_DEPTH} levels"
+        result.error = f"{problem}; file left unchanged"
+        return result
     report = DocumentReport(0)
     result.documents.append(report)
+    note_templates([obj], registry)
     converted = _convert_document(obj, report, registry, options)
     result.extended.update((spec.resource, spec) for spec in converted.extended)
     if report.status == "skipped":

@@ -1,8 +1,11 @@
-"""ResourceClaimTemplates seen and emitted during one run, so each is written once per namespace."""
+"""ResourceClaimTemplates seen and emitted within one output unit, so each is written once there."""
 
 from __future__ import annotations
 
+import enum
 from typing import Any
+
+from dra_migrate.engine import spec_matches
 
 TemplateKey = tuple[str | None, str]
 
@@ -12,11 +15,29 @@ def template_key(template: dict[str, Any]) -> TemplateKey:
     return metadata.get("namespace") or None, str(metadata.get("name", ""))
 
 
+def describe_key(key: TemplateKey) -> str:
+    namespace, name = key
+    return f"{namespace}/{name}" if namespace else name
+
+
+class Claim(enum.Enum):
+    NEW = "new"  # the caller writes it
+    KNOWN = "known"  # already there with the same spec
+    CONFLICT = "conflict"  # there under the same name with another spec: never overwritten
+
+
+def same_template(existing: dict[str, Any], generated: dict[str, Any]) -> bool:
+    """Same devices asked for; templates of different API versions are not compared (same name, same hash)."""
+    if existing.get("apiVersion") != generated.get("apiVersion"):
+        return True
+    return spec_matches(existing, generated)
+
+
 class TemplateRegistry:
     """Also remembers DeviceClasses in the inputs that map a resource name themselves (KEP-5004)."""
 
     def __init__(self) -> None:
-        self._known: set[TemplateKey] = set()
+        self._known: dict[TemplateKey, dict[str, Any]] = {}
         self.device_classes: list[dict[str, Any]] = []
 
     def note_device_class(self, device_class: dict[str, Any]) -> None:
@@ -25,13 +46,22 @@ class TemplateRegistry:
             self.device_classes.append(device_class)
 
     def note_existing(self, template: dict[str, Any]) -> None:
-        """A template already in the inputs (for example from an earlier run) is not written again."""
-        self._known.add(template_key(template))
+        """A template already in the unit (for example from an earlier run) is not written again."""
+        self._known.setdefault(template_key(template), template)
 
-    def claim(self, template: dict[str, Any]) -> bool:
-        """True the first time a template is seen: the caller writes it."""
+    def knows(self, key: TemplateKey) -> bool:
+        return key in self._known
+
+    def claim(self, template: dict[str, Any]) -> Claim:
         key = template_key(template)
-        if key in self._known:
-            return False
-        self._known.add(key)
-        return True
+        existing = self._known.get(key)
+        if existing is None:
+            self._known[key] = template
+            return Claim.NEW
+        return Claim.KNOWN if same_template(existing, template) else Claim.CONFLICT
+
+    def child(self) -> TemplateRegistry:
+        """A registry for a smaller unit inside this one: same DeviceClasses, no templates yet."""
+        registry = TemplateRegistry()
+        registry.device_classes = self.device_classes
+        return registry

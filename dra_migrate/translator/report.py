@@ -1,9 +1,12 @@
-"""What a run tells its user: a JSON report for pipelines, a summary table for people, a progress bar."""
+"""What a run tells its user: a JSON report for pipelines, a grouped text report for people, a
+one-line summary that is always printed, and a progress bar for large trees on a terminal."""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
+import textwrap
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, TextIO
@@ -11,13 +14,37 @@ from typing import Any, TextIO
 from dra_migrate.engine import Finding
 from dra_migrate.translator.pipeline import FileResult
 
+WIDTH = 100  # the text report stays readable in a 100-column terminal
+PROGRESS_THRESHOLD = 200  # files; smaller trees finish before a bar would help
+
+
+def use_colour(stream: TextIO) -> bool:
+    """Colour only on a terminal, and never when NO_COLOR is set (no-color.org) or TERM is dumb."""
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+_COLOURS = {"error": "\033[31m", "warning": "\033[33m", "info": "\033[36m", "bold": "\033[1m"}
+_RESET = "\033[0m"
+
+
+def paint(text: str, colour: str, enabled: bool) -> str:
+    return f"{_COLOURS[colour]}{text}{_RESET}" if enabled else text
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
 
 @dataclass(slots=True)
 class RunSummary:
     files: int = 0
     files_changed: int = 0
     files_skipped: int = 0
-    files_failed: int = 0
+    files_failed: int = 0  # could not be read or parsed at all
+    files_with_errors: int = 0  # failed, or something in them could not be converted
     documents: int = 0
     documents_changed: int = 0
     templates: int = 0
@@ -28,9 +55,13 @@ class RunSummary:
         self.files_changed += result.changed
         self.files_skipped += result.skipped is not None
         self.files_failed += result.error is not None
+        self.files_with_errors += result.has_errors
         self.documents += len(result.documents)
         self.documents_changed += sum(d.status in ("changed", "dropped") for d in result.documents)
         self.templates += templates
+        if result.error is not None:
+            self.severities["error"] += 1
+        self.severities.update(str(f.severity) for f in result.file_findings)
         for document in result.documents:
             self.severities.update(str(f.severity) for f in document.findings)
 
@@ -40,11 +71,27 @@ class RunSummary:
             "filesChanged": self.files_changed,
             "filesSkipped": self.files_skipped,
             "filesFailed": self.files_failed,
+            "filesWithErrors": self.files_with_errors,
             "documents": self.documents,
             "documentsChanged": self.documents_changed,
             "templatesGenerated": self.templates,
             "findings": dict(sorted(self.severities.items())),
         }
+
+    def line(self) -> str:
+        """One line, every count spelt out: `3 files (1 changed, 1 unchanged, 1 with errors); ...`."""
+        unchanged = self.files - self.files_changed - self.files_skipped - self.files_failed
+        parts = [f"{self.files_changed} changed", f"{max(unchanged, 0)} unchanged"]
+        if self.files_skipped:
+            parts.append(f"{self.files_skipped} skipped")
+        if self.files_with_errors:
+            parts.append(f"{self.files_with_errors} with errors")
+        findings = [_plural(self.severities[s], s) for s in ("error", "warning") if self.severities[s]]
+        return (
+            f"{_plural(self.files, 'file')} ({', '.join(parts)}); "
+            f"{_plural(self.documents, 'document')} ({self.documents_changed} changed); "
+            f"{_plural(self.templates, 'new template')}; {', '.join(findings) or 'no problems'}"
+        )
 
 
 def run_entry(finding: Finding) -> dict[str, Any]:
@@ -64,6 +111,7 @@ def file_entries(result: FileResult) -> list[dict[str, Any]]:
         rows.append(
             {**base, "document": None, "severity": "info", "rule": "skipped", "path": "", "message": result.skipped}
         )
+    rows.extend({**base, "document": None, **finding.as_dict()} for finding in result.file_findings)
     for document in result.documents:
         where = {
             **base,
@@ -94,36 +142,63 @@ class JsonReport:
         stream.write("\n")
 
 
-def print_summary(stream: TextIO, summary: RunSummary, problems: list[dict[str, Any]]) -> None:
-    """The human view: problems first (they need action), then the totals."""
-    if problems:
-        width = max(len(_file_label(p)) for p in problems)
-        stream.write(f"{'FILE':<{width}}  DOC  SEVERITY  RULE / MESSAGE\n")
-        for row in problems:
-            document = "" if row.get("document") is None else str(row["document"])
-            stream.write(
-                f"{_file_label(row):<{width}}  {document:>3}  {row['severity']:<8}  {row['rule']}: {row['message']}\n"
-            )
+def _document_label(row: dict[str, Any]) -> str:
+    if row.get("document") is None:
+        return ""
+    name = row.get("name") or ""
+    if row.get("namespace") and name:
+        name = f"{row['namespace']}/{name}"
+    kind = row.get("kind")
+    if kind:
+        return f"{kind} {name}".rstrip() + f" (document {row['document'] + 1})"
+    return f"document {row['document'] + 1}"
+
+
+class TextReport:
+    """Problems grouped by file and object, wrapped to 100 columns:
+
+        deploy/app.yaml
+          Deployment ml/trainer (document 2)
+            error    invalid-quantity: 0.5 is not a whole number of devices ...
+                     at spec.template.spec.containers[0].resources.limits["nvidia.com/gpu"]
+    """
+
+    def __init__(self, severities: tuple[str, ...]) -> None:
+        self.severities = severities
+        self.rows: list[dict[str, Any]] = []
+
+    def add(self, result: FileResult) -> None:
+        self.add_rows(file_entries(result))
+
+    def add_rows(self, rows: list[dict[str, Any]]) -> None:
+        self.rows.extend(r for r in rows if r["severity"] in self.severities)
+
+    def write(self, stream: TextIO, colour: bool) -> None:
+        file_name: str | None = None
+        label: str | None = None
+        for row in self.rows:
+            if row["file"] != file_name or file_name is None:
+                file_name, label = row["file"], None
+                stream.write(paint("(run)" if file_name is None else str(file_name), "bold", colour) + "\n")
+            row_label = _document_label(row)
+            if row_label and row_label != label:
+                label = row_label
+                stream.write(f"  {label}\n")
+            indent = "    " if row_label else "  "
+            severity = paint(f"{row['severity']:<8}", row["severity"], colour)
+            body = f"{row['rule']}: {row['message']}"
+            hang = indent + " " * 9
+            lines = textwrap.wrap(body, WIDTH - len(hang), break_on_hyphens=False, break_long_words=False) or [""]
+            stream.write(f"{indent}{severity} {lines[0]}\n")
+            stream.writelines(f"{hang}{line}\n" for line in lines[1:])
             if row.get("path"):
-                stream.write(f"{'':<{width}}  {'':>3}  {'':<8}  at {row['path']}\n")
-    data = summary.as_dict()
-    stream.write(
-        f"{data['files']} files ({data['filesChanged']} changed, {data['filesSkipped']} skipped, "
-        f"{data['filesFailed']} failed), {data['documents']} documents ({data['documentsChanged']} changed), "
-        f"{data['templatesGenerated']} ResourceClaimTemplates; findings: "
-        + (", ".join(f"{n} {s}" for s, n in data["findings"].items()) or "none")
-        + "\n"
-    )
-
-
-def _file_label(row: dict[str, Any]) -> str:
-    return "(run)" if row["file"] is None else str(row["file"])
+                stream.write(f"{hang}at {row['path']}\n")
 
 
 class Progress:
     """A one-line bar on a terminal for large trees; nothing at all when stderr is a pipe."""
 
-    def __init__(self, total: int, stream: TextIO = sys.stderr, threshold: int = 50) -> None:
+    def __init__(self, total: int, stream: TextIO = sys.stderr, threshold: int = PROGRESS_THRESHOLD) -> None:
         self.total = total
         self.stream = stream
         self.enabled = total >= threshold and stream.isatty()
@@ -141,3 +216,67 @@ class Progress:
         if self.enabled:
             self.stream.write("\r" + " " * 80 + "\r")
             self.stream.flush()
+
+
+def _report_kind(args: Any) -> str:
+    if args.report:
+        return str(args.report)
+    if args.report_file:
+        return "json" if str(args.report_file).lower().endswith(".json") else "text"
+    return "text" if sys.stderr.isatty() else "none"
+
+
+class Reporter:
+    """Where a run's words go. Errors and the one-line summary always reach stderr (a failed run in
+    CI is never silent); `--report none` and pipes hide only warnings; `-q` hides all but errors.
+    A JSON report on stderr is the whole of stderr, so it stays parseable."""
+
+    def __init__(self, args: Any, target: str) -> None:
+        self.quiet = bool(args.quiet)
+        self.kind = _report_kind(args)
+        self.report_file: str | None = args.report_file
+        self.json_on_stderr = self.kind == "json" and not self.report_file
+        details = self.kind == "text" and not self.report_file and not self.quiet
+        self.stderr_text = TextReport(("error", "warning") if details else ("error",))
+        self.file_text = TextReport(("error", "warning")) if self.kind == "text" and self.report_file else None
+        self.json = JsonReport(target) if self.kind == "json" else None
+        self.summary = RunSummary()
+
+    @property
+    def progress_allowed(self) -> bool:
+        return not self.quiet and not self.json_on_stderr
+
+    def add_run(self, finding: Finding) -> None:
+        """A finding about the whole run rather than one file."""
+        row = run_entry(finding)
+        self.summary.severities.update([row["severity"]])
+        for report in (self.json, self.file_text, None if self.json_on_stderr else self.stderr_text):
+            if report is not None:
+                report.add_rows([row])
+
+    def add(self, result: FileResult) -> None:
+        self.summary.add(result, len(result.templates) + result.templates_inline)
+        if self.json is not None:
+            self.json.add(result)
+        if self.file_text is not None:
+            self.file_text.add(result)
+        if not self.json_on_stderr:
+            self.stderr_text.add(result)
+
+    def finish(self) -> None:
+        if self.report_file:
+            with open(self.report_file, "w", encoding="utf-8") as stream:  # noqa: PTH123 - a user path
+                if self.json is not None:
+                    self.json.dump(stream, self.summary)
+                elif self.file_text is not None:
+                    self.file_text.write(stream, colour=False)
+                    stream.write(self.summary.line() + "\n")
+        if self.json_on_stderr:
+            assert self.json is not None
+            self.json.dump(sys.stderr, self.summary)
+            return
+        colour = use_colour(sys.stderr)
+        self.stderr_text.write(sys.stderr, colour)
+        if not self.quiet:
+            sys.stderr.write(self.summary.line() + "\n")
+        sys.stderr.flush()

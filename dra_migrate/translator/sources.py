@@ -1,63 +1,108 @@
-"""Which files a run reads: paths, directories (recursive, include/exclude globs) and stdin."""
+"""Which files a run reads: paths, directories (recursive, gitignore-style include/exclude) and stdin.
+
+Patterns follow .gitignore: a name without a slash (`legacy`, `*.json`) matches at any depth and a
+directory of that name is skipped whole; a pattern with a slash (`overlays/prod`) is anchored at
+the directory argument, and may also be written with that argument in front, as typed from the
+shell (`manifests/overlays/prod` for `manifests/`). Matching ignores letter case, so `*.yaml`
+also reads `APP.YAML`.
+"""
 
 from __future__ import annotations
 
-import fnmatch
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import pathspec
+
 DEFAULT_INCLUDE = ("*.yaml", "*.yml", "*.json")
 STDIN = "-"
 
 
+def display_path(path: Path) -> str:
+    """The path as a user reads it: relative to the working directory when it lies below it."""
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:  # another drive (Windows)
+        return str(path)
+    return str(path) if relative.startswith("..") else relative
+
+
 @dataclass(frozen=True, slots=True)
 class Source:
-    """One input: `path` is None for stdin; `relative` places the file under an output directory."""
+    """One input: `path` is None for stdin; `relative` places the file under an output directory;
+    `root` is the directory argument the file was found under (None for files named directly)."""
 
     path: Path | None
     relative: Path
+    root: Path | None = None
 
     @property
     def display(self) -> str:
-        return "<stdin>" if self.path is None else str(self.path)
+        return "<stdin>" if self.path is None else display_path(self.path)
 
     @property
     def is_json(self) -> bool:
         return self.path is not None and self.path.suffix.lower() == ".json"
 
 
-def _matches(relative: Path, patterns: Sequence[str]) -> bool:
-    text = relative.as_posix()
-    return any(fnmatch.fnmatch(text, p) or fnmatch.fnmatch(relative.name, p) for p in patterns)
+class Patterns:
+    """Include and exclude patterns for one directory argument."""
+
+    def __init__(self, root: Path, include: Sequence[str], exclude: Sequence[str]) -> None:
+        self.include = self._spec(root, include or DEFAULT_INCLUDE)
+        self.exclude = self._spec(root, exclude) if exclude else None
+
+    @staticmethod
+    def _spec(root: Path, patterns: Sequence[str]) -> pathspec.GitIgnoreSpec:
+        prefixes = {f"{root.as_posix().rstrip('/')}/", f"{os.path.normpath(root)}/".replace(os.sep, "/")}
+        lines = []
+        for pattern in patterns:
+            for prefix in prefixes:
+                if prefix not in ("./", "/") and pattern.startswith(prefix):
+                    pattern = "/" + pattern[len(prefix) :]  # written from the shell's directory
+                    break
+            lines.append(pattern.lower())
+        return pathspec.GitIgnoreSpec.from_lines(lines)
+
+    def skips_directory(self, relative: str) -> bool:
+        return self.exclude is not None and self.exclude.match_file(relative.lower() + "/")
+
+    def reads_file(self, relative: str) -> bool:
+        lowered = relative.lower()
+        return self.include.match_file(lowered) and not (self.exclude and self.exclude.match_file(lowered))
 
 
 def discover(paths: Sequence[str], include: Sequence[str] = (), exclude: Sequence[str] = ()) -> Iterator[Source]:
-    """Files named directly are always read; directories contribute files matching `include`."""
-    patterns = tuple(include) or DEFAULT_INCLUDE
+    """Files named directly are always read; directories contribute files the patterns select."""
     for raw in paths or [STDIN]:
         if raw == STDIN:
             yield Source(None, Path("stdin.yaml"))
             continue
         root = Path(raw)
         if root.is_dir():
-            yield from _walk(root, patterns, exclude)
+            yield from _walk(root, Patterns(root, include, exclude))
         else:
             yield Source(root, Path(root.name))
 
 
-def _walk(root: Path, patterns: Sequence[str], exclude: Sequence[str]) -> Iterator[Source]:
+def _walk(root: Path, patterns: Patterns) -> Iterator[Source]:
     """Sorted, lazy, one directory listing at a time: memory does not grow with the tree."""
     for directory, subdirectories, files in os.walk(root):
-        subdirectories[:] = sorted(d for d in subdirectories if not d.startswith("."))
         base = Path(directory)
+        relative_base = base.relative_to(root)
+        subdirectories[:] = sorted(
+            d
+            for d in subdirectories
+            if not d.startswith(".") and not patterns.skips_directory((relative_base / d).as_posix())
+        )
         for name in sorted(files):
             if name.startswith("."):
                 continue
-            relative = (base / name).relative_to(root)
-            if _matches(relative, patterns) and not _matches(relative, exclude):
-                yield Source(base / name, relative)
+            relative = relative_base / name
+            if patterns.reads_file(relative.as_posix()):
+                yield Source(base / name, relative, root)
 
 
 def has_stdin(paths: Sequence[str]) -> bool:

@@ -47,6 +47,7 @@ CONTROLLERS = (
     "namespace-controller",
     "deployment-controller",
     "replicaset-controller",
+    "resourcequota-controller",  # computes ResourceQuota status, which quota admission needs
 )
 SERVICE_CIDR = "10.0.0.0/24"
 READY_TIMEOUT_S = 180.0

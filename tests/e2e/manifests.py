@@ -250,7 +250,15 @@ class Conversion:
 def convert(source: Path, output: Path, *args: str) -> Conversion:
     report_file = output.parent / f"{output.name}-report.json"
     result = dra_migrate(
-        "convert", *args, "--report", "json", "--report-file", str(report_file), "-o", str(output), str(source)
+        "convert",
+        *args,
+        "--report",
+        "json",
+        "--report-file",
+        str(report_file),
+        "--output-dir",
+        str(output),
+        str(source),
     )
     report = json.loads(report_file.read_text(encoding="utf-8")) if report_file.exists() else {}
     return Conversion(source, output, result.returncode, report, result.stderr)

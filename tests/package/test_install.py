@@ -64,7 +64,8 @@ def test_every_module_imports_with_the_declared_dependencies(installed: Path) ->
 
 def test_convert_runs_on_the_examples(installed: Path, tmp_path: Path) -> None:
     result = run(
-        [installed / "dra-migrate", "convert", "--validate", "-o", tmp_path / "out", ROOT / "examples"], tmp_path
+        [installed / "dra-migrate", "convert", "--validate", "--output-dir", tmp_path / "out", ROOT / "examples"],
+        tmp_path,
     )
     assert result.returncode == 0, result.stderr
     written = sorted(p.name for p in (tmp_path / "out").iterdir())

@@ -6,17 +6,16 @@ import copy
 from typing import Any
 
 import pytest
-import yaml
 
-from dra_migrate.translator.yamltext import EditResult, edit_document
+from dra_migrate.translator.yamltext import EditResult, edit_document, kubeyaml
 
 
 def _edit(text: str, change: Any) -> tuple[EditResult, Any]:
-    old = yaml.load(text, Loader=yaml.CSafeLoader)
+    old = kubeyaml.load(text)
     new = copy.deepcopy(old)
     change(new)
     result = edit_document(text, old, new)
-    assert yaml.load(result.text, Loader=yaml.CSafeLoader) == new
+    assert kubeyaml.load(result.text) == new
     return result, new
 
 
@@ -164,8 +163,8 @@ def test_missing_final_newline_stays_missing_when_lines_are_removed() -> None:
 def test_missing_final_newline_stays_missing_when_content_is_appended_at_the_end() -> None:
     # the appended lines take over the end of the file, still without a final newline
     text = "spec:\n  x: 1 # c"
-    result, _ = _edit(text, lambda d: d["spec"].update(y=[1, 2]))
-    assert (result.method, result.text) == ("surgical", "spec:\n  x: 1 # c\n  y:\n  - 1\n  - 2")
+    result, _ = _edit(text, lambda d: d["spec"].update(z=[1, 2]))
+    assert (result.method, result.text) == ("surgical", "spec:\n  x: 1 # c\n  z:\n  - 1\n  - 2")
 
 
 def test_missing_final_newline_with_removal_and_append_at_the_end() -> None:

@@ -11,10 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from yamltext_support import removed_line_ranges
 
-from dra_migrate.translator.yamltext import edit_document, split_stream
+from dra_migrate.translator.yamltext import edit_document, kubeyaml, split_stream
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "dra-versions"
 _MOVED = ("deviceClassName", "selectors", "allocationMode", "count", "adminAccess", "tolerations")
@@ -50,7 +49,7 @@ def check(text: str, obj: Any) -> str:
     new, removed = to_v1(obj)
     result = edit_document(text, obj, new)
     assert result.method == "surgical", result.reason
-    assert yaml.load(result.text, Loader=yaml.CSafeLoader) == new
+    assert kubeyaml.load(result.text) == new
     skip = removed_line_ranges(text, removed)
     kept = [line for i, line in enumerate(text.splitlines(keepends=True)) if i not in skip]
     got = iter(result.text.splitlines(keepends=True))
@@ -108,7 +107,7 @@ spec:
 
 
 def test_intel_excerpt_keeps_commented_out_fields_after_the_request() -> None:
-    assert check(INTEL, yaml.load(INTEL, Loader=yaml.CSafeLoader)) == INTEL_V1
+    assert check(INTEL, kubeyaml.load(INTEL)) == INTEL_V1
 
 
 def test_first_key_of_a_request_moves() -> None:
@@ -116,7 +115,7 @@ def test_first_key_of_a_request_moves() -> None:
         "apiVersion: resource.k8s.io/v1beta1\nspec:\n  devices:\n    requests:\n"
         "    - deviceClassName: gpu\n      name: g\n"
     )
-    assert check(text, yaml.load(text, Loader=yaml.CSafeLoader)) == (
+    assert check(text, kubeyaml.load(text)) == (
         "apiVersion: resource.k8s.io/v1\nspec:\n  devices:\n    requests:\n    - name: g\n"
         "      exactly:\n        deviceClassName: gpu\n"
     )

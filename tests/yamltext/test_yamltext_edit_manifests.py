@@ -13,10 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from yamltext_support import removed_line_ranges
 
-from dra_migrate.translator.yamltext import edit_document, split_stream
+from dra_migrate.translator.yamltext import edit_document, kubeyaml, split_stream
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "legacy"
 _VENDOR = re.compile(r"^[a-z0-9.-]+\.(?:com|ai|io)/")
@@ -86,7 +85,7 @@ def check_document(text: str, obj: Any) -> str:
     new, removed = gpu_to_dra(obj)
     result = edit_document(text, obj, new)
     assert result.method == "surgical", result.reason
-    loaded = yaml.load(result.text, Loader=yaml.CSafeLoader)
+    loaded = kubeyaml.load(result.text)
     assert loaded == new and _json_equal(loaded, new)
     if new == obj:
         assert result.text == text
@@ -234,7 +233,7 @@ spec:
     ids=["gpu-operator-comment-in-container", "rocm-trailing-comment-no-eol", "hami-comments", "kserve-bloom"],
 )
 def test_excerpt(text: str, expected: str) -> None:
-    assert check_document(text, yaml.load(text, Loader=yaml.CSafeLoader)) == expected
+    assert check_document(text, kubeyaml.load(text)) == expected
 
 
 def test_multi_document_stream_only_changes_gpu_documents() -> None:

@@ -11,7 +11,7 @@ from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
-from dra_migrate.translator.yamltext import edit_document
+from dra_migrate.translator.yamltext import edit_document, kubeyaml
 from dra_migrate.translator.yamltext.diff import diff, same
 from dra_migrate.translator.yamltext.edit import parses_to
 from dra_migrate.translator.yamltext.shapes import DeclineError
@@ -38,7 +38,7 @@ def _dump(value: Any, style: int) -> str:
     if style < 2:  # PyYAML: indentless sequences, mapping indent 2 or 4
         return yaml.dump(
             value,
-            Dumper=yaml.CSafeDumper,
+            Dumper=kubeyaml.KubeDumper,
             default_flow_style=False,
             sort_keys=False,
             allow_unicode=True,
@@ -110,7 +110,7 @@ def _edited(draw: st.DrawFn, old: dict[str, Any], additions_only: bool = False) 
 
 
 def _surgical(text: str, old: Any, new: Any) -> str | None:
-    root = yaml.compose(text, Loader=yaml.CSafeLoader)
+    root = yaml.compose(text, Loader=kubeyaml.KubeLoader)
     assert root is not None
     try:
         return SurgicalEditor(text, root, new).apply(diff(old, new))
@@ -124,7 +124,7 @@ def _surgical(text: str, old: Any, new: Any) -> str | None:
 def test_surgical_result_parses_to_new_or_declines(data: st.DataObject) -> None:
     old = data.draw(_docs)
     text = data.draw(_commented(old))
-    assume(same(yaml.load(text, Loader=yaml.CSafeLoader), old))
+    assume(same(kubeyaml.load(text), old))
     new = data.draw(_edited(old))
     surgical = _surgical(text, old, new)
     if surgical is not None:
@@ -140,7 +140,7 @@ def test_surgical_result_parses_to_new_or_declines(data: st.DataObject) -> None:
 def test_additions_keep_every_original_line(data: st.DataObject) -> None:
     old = data.draw(_docs)
     text = data.draw(_commented(old))
-    assume(same(yaml.load(text, Loader=yaml.CSafeLoader), old))
+    assume(same(kubeyaml.load(text), old))
     new = data.draw(_edited(old, additions_only=True))
     result = edit_document(text, old, new)
     assert parses_to(result.text, new)

@@ -9,7 +9,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dra_migrate.translator.yamltext import split_stream
+from dra_migrate.translator.yamltext import kubeyaml, split_stream
 from dra_migrate.translator.yamltext.split import event_document_starts, scan_document_starts
 
 
@@ -17,11 +17,11 @@ def _check(text: str) -> list[str]:
     stream = split_stream(text)
     pieces = [doc.text for doc in stream.documents]
     assert stream.join(pieces) == text
-    loaded = list(yaml.load_all(text, Loader=yaml.CSafeLoader))
+    loaded = kubeyaml.load_all(text)
     assert [doc.obj for doc in stream.documents] == loaded
     for doc in stream.documents:
         assert text[doc.start : doc.end] == doc.text
-        assert yaml.load(doc.text, Loader=yaml.CSafeLoader) == doc.obj
+        assert kubeyaml.load(doc.text) == doc.obj
     scanned = scan_document_starts(text)
     if loaded and scanned is not None:
         assert scanned == event_document_starts(text)
@@ -94,7 +94,7 @@ def _streams(draw: st.DrawFn) -> str:
     for i in range(count):
         value: Any = draw(_values)
         flow = draw(st.booleans())
-        body = yaml.dump(value, Dumper=yaml.CSafeDumper, default_flow_style=flow, allow_unicode=True)
+        body = yaml.dump(value, Dumper=kubeyaml.KubeDumper, default_flow_style=flow, allow_unicode=True)
         if i > 0 or draw(st.booleans()):
             parts.append(
                 draw(
@@ -119,7 +119,7 @@ def _streams(draw: st.DrawFn) -> str:
 
 def _valid(text: str) -> bool:
     try:
-        list(yaml.load_all(text, Loader=yaml.CSafeLoader))
+        kubeyaml.load_all(text)
     except yaml.YAMLError:
         return False
     return True

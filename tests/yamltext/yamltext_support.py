@@ -6,6 +6,8 @@ from typing import Any
 
 import yaml
 
+from dra_migrate.translator.yamltext import kubeyaml
+
 
 def _last_line(node: yaml.Node) -> int:
     while isinstance(node, yaml.MappingNode | yaml.SequenceNode) and not node.flow_style:
@@ -17,7 +19,7 @@ def _last_line(node: yaml.Node) -> int:
 
 def removed_line_ranges(text: str, paths: list[tuple[Any, ...]]) -> set[int]:
     """Line numbers of each removed key and its whole value, from libyaml's own marks."""
-    root = yaml.compose(text, Loader=yaml.CSafeLoader)
+    root = yaml.compose(text, Loader=kubeyaml.KubeLoader)
     assert root is not None
     lines: set[int] = set()
     for path in paths:

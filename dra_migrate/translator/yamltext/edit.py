@@ -15,6 +15,8 @@ from typing import Any, Literal
 import yaml
 from yaml.nodes import Node
 
+from dra_migrate.translator.yamltext import kubeyaml
+from dra_migrate.translator.yamltext.comments import lost_comments
 from dra_migrate.translator.yamltext.diff import AddKeys, AppendItems, Op, Replace, diff, get_path, same
 from dra_migrate.translator.yamltext.layout import detect_layout
 from dra_migrate.translator.yamltext.roundtrip import frame, roundtrip_edit
@@ -29,6 +31,8 @@ class EditResult:
     text: str
     method: Method
     reason: str = ""  # why the surgical path was not used; empty when it was
+    # (line, text) of comments a fallback could not keep; the surgical path keeps every one it can
+    lost_comments: tuple[tuple[int, str], ...] = ()
 
 
 def apply_changes(doc_text: str, old: Any, new: Any) -> str:
@@ -55,7 +59,7 @@ def edit_document(doc_text: str, old: Any, new: Any) -> EditResult:
 
 
 def _compose(text: str) -> Node:
-    root = yaml.compose(text, Loader=yaml.CSafeLoader)
+    root = yaml.compose(text, Loader=kubeyaml.KubeLoader)
     if root is None:
         raise DeclineError("empty document")
     return root
@@ -65,24 +69,18 @@ def _fallback(doc_text: str, ops: list[Op], new: Any, layout: Layout, reason: st
     try:
         text = roundtrip_edit(doc_text, ops, layout)
         if parses_to(text, new):
-            return EditResult(text, "roundtrip", reason)
+            return EditResult(text, "roundtrip", reason, lost_comments(doc_text, text))
         reason += "; round trip did not re-parse to the new value"
     except Exception as exc:  # ruamel raises many unrelated types; any of them means "rewrite"
         reason += f"; round trip failed: {exc}"
-    return EditResult(rewrite(doc_text, new), "rewrite", reason)
+    text = rewrite(doc_text, new)
+    return EditResult(text, "rewrite", reason, lost_comments(doc_text, text))
 
 
 def rewrite(doc_text: str, new: Any) -> str:
     """A plain dump of `new` that keeps the document's framing (`---`, `...`) so streams still join."""
     head, body, foot = frame(doc_text)
-    text = yaml.dump(
-        new,
-        Dumper=yaml.CSafeDumper,
-        sort_keys=False,
-        default_flow_style=False,
-        allow_unicode=True,
-        width=1 << 16,
-    )
+    text = kubeyaml.dump(new)
     if not body.endswith("\n") and not foot:
         text = text.removesuffix("\n")
     if "\r\n" in doc_text:
@@ -97,7 +95,7 @@ def parses_to(text: str, new: Any, ops: list[Op] | None = None) -> bool:
     the rest of the text is the old document's, which already loaded to exactly those values.
     """
     try:
-        loaded = yaml.load(text, Loader=yaml.CSafeLoader)
+        loaded = kubeyaml.load(text)
     except yaml.YAMLError:
         return False
     if ops is None or loaded != new:  # != also fails on NaN, which `same` accepts

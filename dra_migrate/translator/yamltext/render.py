@@ -9,30 +9,26 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from typing import Any
 
 import yaml
-from yaml.resolver import Resolver
 
+from dra_migrate.translator.yamltext.kubeyaml import KubeDumper, needs_quotes
 from dra_migrate.translator.yamltext.shapes import DeclineError, Layout
 
-_STR_TAG = "tag:yaml.org,2002:str"
-# typed view of PyYAML's untyped implicit-tag resolver
-_resolve: Callable[[type, str, tuple[bool, bool]], str] = Resolver().resolve
-# conservative: plain scalars made of these never need quotes once the resolver agrees
+# conservative: plain scalars made of these never need quotes once every reader agrees (kubeyaml)
 _PLAIN_BLOCK = re.compile(r"[A-Za-z0-9_./~$(=+][^\x00-\x1f\x7f]*")
 _PLAIN_FLOW = re.compile(r"[A-Za-z0-9_./~$(=+][^\x00-\x1f\x7f:,\[\]{}#]*")
 _HUGE = 1 << 30
 
 
-def _plain_ok(s: str, flow: bool) -> bool:
+def plain_ok(s: str, flow: bool) -> bool:
     pattern = _PLAIN_FLOW if flow else _PLAIN_BLOCK
     if not pattern.fullmatch(s) or s != s.strip() or not s.isprintable():
         return False
     if ": " in s or " #" in s or s.endswith(":"):
         return False
-    return _resolve(yaml.ScalarNode, s, (True, False)) == _STR_TAG
+    return not needs_quotes(s)
 
 
 def _single_ok(s: str) -> bool:
@@ -48,7 +44,7 @@ def double_quoted(s: str) -> str:
 
 
 def _emit(value: Any, style: str | None = None) -> str:
-    out = yaml.dump(value, Dumper=yaml.CSafeDumper, width=_HUGE, allow_unicode=True, default_style=style)
+    out = yaml.dump(value, Dumper=KubeDumper, width=_HUGE, allow_unicode=True, default_style=style)
     out = out.removesuffix("\n...\n").removesuffix("\n")
     if "\n" in out or out.startswith("!"):
         raise DeclineError(f"no single-line form for {type(value).__name__}")
@@ -62,7 +58,7 @@ def scalar(value: Any, flow: bool = False, quote: str | None = None) -> str:
             return double_quoted(value)
         if quote == "'" and _single_ok(value):
             return single_quoted(value)
-        return value if _plain_ok(value, flow) else double_quoted(value)
+        return value if plain_ok(value, flow) else double_quoted(value)
     if value is None:
         return "null"
     if value is True:

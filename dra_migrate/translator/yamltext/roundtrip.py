@@ -12,10 +12,11 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import CommentMark
-from ruamel.yaml.scalarstring import ScalarString
+from ruamel.yaml.scalarstring import DoubleQuotedScalarString, ScalarString
 from ruamel.yaml.tokens import CommentToken
 
 from dra_migrate.translator.yamltext.diff import AddKeys, AppendItems, Op, RemoveItems, RemoveKey, Replace, get_path
+from dra_migrate.translator.yamltext.render import plain_ok
 from dra_migrate.translator.yamltext.shapes import Layout
 
 _START = re.compile(r"^---(?=[ \t\r\n]|\Z)", re.M)
@@ -73,13 +74,16 @@ def frame(text: str) -> tuple[str, str, str]:
 
 
 def _rt(value: Any) -> Any:
+    """Plain values as ruamel nodes; strings not plainly safe for every reader (render.plain_ok) get quotes."""
     if isinstance(value, dict):
         out = CommentedMap()
         for k, v in value.items():
-            out[k] = _rt(v)
+            out[_rt(k)] = _rt(v)
         return out
     if isinstance(value, list | tuple):
         return CommentedSeq(_rt(v) for v in value)
+    if isinstance(value, str) and not isinstance(value, ScalarString) and not plain_ok(value, flow=True):
+        return DoubleQuotedScalarString(value)
     return value
 
 
@@ -99,7 +103,7 @@ def _apply(data: Any, op: Op) -> Any:
         _pop_key(target, op.key)
     elif isinstance(op, AddKeys):
         for k, v in op.items:
-            target[k] = _rt(v)
+            target[_rt(k)] = _rt(v)
     elif isinstance(op, AppendItems):
         target.extend(_rt(v) for v in op.items)
     elif isinstance(op, RemoveItems):

@@ -23,6 +23,8 @@ from typing import Any
 
 import yaml
 
+from dra_migrate.translator.yamltext import kubeyaml
+
 _MARKER = re.compile(r"^(?:(---)|\.\.\.)(?=[ \t\r\n]|\Z)", re.M)
 # a line holding YAML content: not blank, not a comment, not a directive or a marker
 _CONTENT = re.compile(r"^\ufeff?(?!%|(?:---|\.\.\.)(?:[ \t\r\n]|\Z))[ \t]*[^ \t\r\n#\ufeff]", re.M)
@@ -33,7 +35,7 @@ class Document:
     text: str  # exact source, parseable on its own
     start: int  # offsets of `text` in the stream
     end: int
-    obj: Any  # what CSafeLoader makes of it
+    obj: Any  # what kubectl's reader makes of it (kubeyaml.KubeLoader)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +48,7 @@ class Stream:
 
 
 def split_stream(text: str) -> Stream:
-    objs = list(yaml.load_all(text, Loader=yaml.CSafeLoader))
+    objs = kubeyaml.load_all(text)
     if not objs:
         return Stream((), text)
     starts = scan_document_starts(text)

@@ -1,0 +1,119 @@
+"""Kustomizations in an input tree: which one applies a file, which others it pulls in.
+
+A generated ResourceClaimTemplate must reach every unit a user applies on its own. For a file
+that a kustomization lists (as a resource or a patch), that unit is the kustomization, so its
+templates go into one file beside it, added to its `resources:`; overlays that pull the base in
+reach them through the base.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dra_migrate.translator.inputs import read_file
+from dra_migrate.translator.yamltext import kubeyaml
+
+FILE_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+TEMPLATES_FILE = "dra-migrate-templates.yaml"
+_PATH_LISTS = ("resources", "components", "bases", "patchesStrategicMerge")
+_PATCH_LISTS = ("patches", "patchesJson6902")
+
+
+@dataclass(slots=True)
+class Kustomization:
+    path: Path  # the kustomization file
+    data: dict[str, Any]
+    text: str
+    files: set[Path] = field(default_factory=set)  # resolved files it lists (resources and patches)
+    directories: set[Path] = field(default_factory=set)  # resolved directories it lists
+
+    @property
+    def directory(self) -> Path:
+        return self.path.parent
+
+    @property
+    def renames(self) -> list[str]:
+        return [key for key in ("namePrefix", "nameSuffix") if self.data.get(key)]
+
+
+def _entries(data: dict[str, Any]) -> list[str]:
+    out: list[str] = []
+    for key in _PATH_LISTS:
+        values = data.get(key)
+        if isinstance(values, list):
+            out.extend(v for v in values if isinstance(v, str))
+    for key in _PATCH_LISTS:
+        values = data.get(key)
+        for patch in values if isinstance(values, list) else ():
+            if isinstance(patch, dict) and isinstance(patch.get("path"), str):
+                out.append(patch["path"])
+    return [entry for entry in out if "://" not in entry and not entry.startswith("git@")]
+
+
+class KustomizationIndex:
+    """Kustomization files found next to and above input files, read once each."""
+
+    def __init__(self) -> None:
+        self._by_directory: dict[Path, Kustomization | None] = {}
+
+    def at(self, directory: Path) -> Kustomization | None:
+        directory = directory.resolve()
+        if directory not in self._by_directory:
+            self._by_directory[directory] = self._read(directory)
+        return self._by_directory[directory]
+
+    @staticmethod
+    def _read(directory: Path) -> Kustomization | None:
+        for name in FILE_NAMES:
+            path = directory / name
+            if not path.is_file():
+                continue
+            try:
+                text = read_file(path)
+                data = kubeyaml.load(text)
+            except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError):
+                return None
+            if not isinstance(data, dict):
+                return None
+            kustomization = Kustomization(path, data, text)
+            for entry in _entries(data):
+                target = (directory / entry).resolve()
+                (kustomization.directories if target.is_dir() else kustomization.files).add(target)
+            return kustomization
+        return None
+
+    def owner(self, file: Path, stop: Path) -> Kustomization | None:
+        """The nearest kustomization between the file's directory and `stop` that lists the file."""
+        target = file.resolve()
+        directory = target.parent
+        stop = stop.resolve()
+        while True:
+            kustomization = self.at(directory)
+            if kustomization is not None:
+                return kustomization if target in kustomization.files else None
+            if directory == stop or directory.parent == directory:
+                return None
+            directory = directory.parent
+
+    def reachable(self, start: Kustomization) -> list[Kustomization]:
+        """Kustomizations `start` pulls in through directory entries, transitively (not itself)."""
+        seen: set[Path] = {start.directory}
+        found: list[Kustomization] = []
+        pending = list(start.directories)
+        while pending:
+            directory = pending.pop()
+            if directory in seen:
+                continue
+            seen.add(directory)
+            kustomization = self.at(directory)
+            if kustomization is not None:
+                found.append(kustomization)
+                pending.extend(kustomization.directories)
+        return found
+
+    def known(self) -> list[Kustomization]:
+        return [k for k in self._by_directory.values() if k is not None]

@@ -1,0 +1,72 @@
+"""Writing generated ResourceClaimTemplates into a templates file and wiring it into a kustomization.
+
+A templates file is merged, never replaced: templates already there stay byte for byte, new ones
+are appended, and a template generated under a name the file already uses for another spec is an
+error that leaves the file's version in place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from dra_migrate.translator.inputs import newline_of
+from dra_migrate.translator.registry import TemplateKey, describe_key, same_template, template_key
+from dra_migrate.translator.yamltext import edit_document, kubeyaml
+
+
+@dataclass(slots=True)
+class Merged:
+    text: str
+    added: int = 0
+    conflicts: list[str] = field(default_factory=list)  # messages
+    error: str | None = None  # the existing file could not be read as YAML: nothing written
+
+
+def existing_templates(text: str) -> dict[TemplateKey, dict[str, Any]]:
+    found: dict[TemplateKey, dict[str, Any]] = {}
+    for obj in kubeyaml.load_all(text):
+        items = obj.get("items") if isinstance(obj, dict) and obj.get("kind") == "List" else [obj]
+        for item in items if isinstance(items, list) else ():
+            if isinstance(item, dict) and item.get("kind") == "ResourceClaimTemplate":
+                found.setdefault(template_key(item), item)
+    return found
+
+
+def merge_templates(existing_text: str, templates: list[dict[str, Any]]) -> Merged:
+    """`existing_text` with the templates it does not hold yet appended as documents."""
+    try:
+        present = existing_templates(existing_text)
+    except yaml.YAMLError as exc:
+        return Merged(existing_text, error=f"cannot add templates: the file is not valid YAML ({exc})")
+    merged = Merged(existing_text)
+    nl = newline_of(existing_text)
+    pieces: list[str] = []
+    for template in templates:
+        key = template_key(template)
+        if key in present:
+            if not same_template(present[key], template):
+                merged.conflicts.append(
+                    f"ResourceClaimTemplate {describe_key(key)} is already in this file with another spec; "
+                    "kept as it is, so workloads converted to use it would get other devices than they asked for"
+                )
+            continue
+        present[key] = template
+        pieces.append(f"---\n{kubeyaml.dump(template)}")
+        merged.added += 1
+    if pieces:
+        body = "".join(pieces)
+        lead = "" if not existing_text or existing_text.endswith("\n") else nl
+        merged.text = existing_text + lead + (body.replace("\n", nl) if nl != "\n" else body)
+    return merged
+
+
+def add_resource(kustomization_text: str, data: dict[str, Any], entry: str) -> str | None:
+    """The kustomization with `entry` appended to `resources:` (comments kept); None if listed already."""
+    resources = data.get("resources")
+    if isinstance(resources, list) and entry in resources:
+        return None
+    new = {**data, "resources": [*(resources if isinstance(resources, list) else []), entry]}
+    return edit_document(kustomization_text, data, new).text

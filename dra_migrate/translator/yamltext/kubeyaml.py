@@ -1,0 +1,196 @@
+"""YAML as kubectl reads it: plain scalars resolved by go-yaml v2's YAML 1.1 rules.
+
+kubectl, kustomize's `-f` readers and the apiserver's YAML decoder all go through
+sigs.k8s.io/yaml, which decodes with go.yaml.in/yaml/v2 into interface{} and re-encodes as JSON.
+Its resolver (resolve.go, `resolve`) differs from PyYAML's YAML 1.1 resolver: `y`, `Y`, `n`, `N`
+are booleans, `1e3` and `089` are floats, `0o17` is an int, while sexagesimal `1:20`, `=` and
+timestamps stay strings (decode.go keeps timestamp-like values as strings for interface{}).
+
+    KubeLoader     a CSafeLoader that reads plain scalars the way kubectl does
+    KubeDumper     a CSafeDumper that quotes every string some reader in the path would not
+                   read back as that string
+    needs_quotes   the quoting decision itself, for the text renderers
+
+The decision covers every reader a converted file meets: go-yaml v2 (kubectl, the apiserver),
+PyYAML (this tool, and Python tooling around manifests) and ruamel.yaml's YAML 1.2 resolver
+(this tool's fallback editor).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any
+
+import yaml
+from yaml.nodes import ScalarNode
+from yaml.resolver import Resolver
+
+STR = "tag:yaml.org,2002:str"
+BOOL = "tag:yaml.org,2002:bool"
+INT = "tag:yaml.org,2002:int"
+FLOAT = "tag:yaml.org,2002:float"
+NULL = "tag:yaml.org,2002:null"
+MERGE = "tag:yaml.org,2002:merge"
+
+# resolve.go resolveMap: exact words, looked up when the first character hints at them
+_WORDS: dict[str, tuple[str, Any]] = {}
+for _value, _tag, _words in (
+    (True, BOOL, "y Y yes Yes YES true True TRUE on On ON"),
+    (False, BOOL, "n N no No NO false False FALSE off Off OFF"),
+    (None, NULL, "~ null Null NULL"),
+    (math.nan, FLOAT, ".nan .NaN .NAN"),
+    (math.inf, FLOAT, ".inf .Inf .INF +.inf +.Inf +.INF"),
+    (-math.inf, FLOAT, "-.inf -.Inf -.INF"),
+):
+    for _word in _words.split():
+        _WORDS[_word] = (_tag, _value)
+_WORDS[""] = (NULL, None)
+
+# resolve.go resolveTable: the first byte decides which rules apply at all
+_SIGN, _DIGIT, _WORD, _DOT = "S", "D", "M", "."
+_HINTS = {
+    "+": _SIGN,
+    "-": _SIGN,
+    ".": _DOT,
+    **dict.fromkeys("0123456789", _DIGIT),
+    **dict.fromkeys("yYnNtTfFoO~", _WORD),
+}
+
+# strconv.ParseInt(s, 0, 64) syntax after underscores are removed: sign, base prefix, digits
+_GO_INT = re.compile(r"([-+]?)(0[xX][0-9a-fA-F]+|0[bB][01]+|0[oO][0-7]+|0[0-7]*|[1-9][0-9]*)")
+_YAML_STYLE_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
+_DOT_FLOAT = re.compile(r"\.[0-9]+([eE][-+]?[0-9]+)?")  # what strconv.ParseFloat takes after a leading `.`
+_TIMESTAMP_LEAD = re.compile(r"[0-9]{4}-")
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+_UINT64_MAX = (1 << 64) - 1
+
+
+def _go_int(plain: str) -> int | None:
+    match = _GO_INT.fullmatch(plain)
+    if match is None:
+        return None
+    sign, digits = match.groups()
+    if len(digits) > 1 and digits[0] == "0" and digits[1] in "0123456789":
+        value = int(digits, 8)  # a leading 0 is octal in Go
+    else:
+        value = int(digits, 0) if len(digits) > 1 and digits[1].isalpha() else int(digits)
+    if sign == "-":
+        value = -value
+    if _INT64[0] <= value <= _INT64[1]:
+        return value
+    if sign == "" and value <= _UINT64_MAX:  # strconv.ParseUint takes no sign
+        return value
+    return None
+
+
+def _finite_float(text: str) -> float | None:
+    value = float(text)
+    return None if math.isinf(value) else value  # ParseFloat's range error: go-yaml keeps the string
+
+
+def _timestamp_like(s: str) -> bool:
+    """go-yaml's parseTimestamp quick check plus its formats; such values decode as strings anyway."""
+    return _TIMESTAMP_LEAD.match(s) is not None
+
+
+def go_resolve(s: str) -> tuple[str, Any]:
+    """(tag, value) of a plain scalar as go-yaml v2 decodes it into interface{} (resolve.go `resolve`)."""
+    hint = _HINTS.get(s[:1], _WORD if s == "" else None)
+    if hint is None:
+        return STR, s
+    word = _WORDS.get(s)
+    if word is not None:
+        return word
+    if hint == _DOT:
+        if _DOT_FLOAT.fullmatch(s):
+            value = _finite_float(s)
+            if value is not None:
+                return FLOAT, value
+    elif hint in (_SIGN, _DIGIT):
+        if _timestamp_like(s):
+            return STR, s  # a timestamp, or not a number either way (`2001-` cannot parse as one)
+        plain = s.replace("_", "")
+        number = _go_int(plain)
+        if number is not None:
+            return INT, number
+        if _YAML_STYLE_FLOAT.fullmatch(plain):
+            value = _finite_float(plain)
+            if value is not None:
+                return FLOAT, value
+    return STR, s
+
+
+# typed view of PyYAML's untyped implicit-tag resolver
+_pyyaml_resolve: Callable[[type, str, tuple[bool, bool]], str] = Resolver().resolve
+
+
+@lru_cache(maxsize=1)
+def _ruamel_resolve() -> Callable[[str], str]:
+    from ruamel.yaml.nodes import ScalarNode as RuamelScalar
+    from ruamel.yaml.resolver import VersionedResolver
+
+    resolver = VersionedResolver(version=(1, 2))
+    return lambda s: str(resolver.resolve(RuamelScalar, s, (True, False)))
+
+
+@lru_cache(maxsize=4096)
+def needs_quotes(s: str) -> bool:
+    """Whether a plain `s` would read as something other than this string to any reader in the path."""
+    if go_resolve(s)[0] != STR or _pyyaml_resolve(ScalarNode, s, (True, False)) != STR:
+        return True
+    return bool(_ruamel_resolve()(s) != STR)
+
+
+class KubeLoader(yaml.CSafeLoader):
+    """libyaml's parser with go-yaml v2's reading of plain scalars (tags stay the standard ones)."""
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        if kind is ScalarNode and implicit[0]:
+            # `<<` is a merge key where a key is expected (go-yaml's isMerge), a string elsewhere
+            return MERGE if value == "<<" else go_resolve(value)[0]
+        return super().resolve(kind, value, implicit)  # type: ignore[no-untyped-call]
+
+
+def _construct_plain(loader: yaml.SafeLoader, node: Any) -> Any:
+    """Plain scalars resolved by go_resolve; explicitly tagged ones (`!!int "3"`) as PyYAML reads them."""
+    if not node.style:  # libyaml marks plain scalars with '', the pure-Python composer with None
+        tag, value = go_resolve(node.value)
+        if tag == node.tag:
+            return value
+    return _SAFE_CONSTRUCTORS[node.tag](loader, node)
+
+
+_SAFE_CONSTRUCTORS = {tag: yaml.SafeLoader.yaml_constructors[tag] for tag in (BOOL, INT, FLOAT)}
+for _tag in (BOOL, INT, FLOAT):
+    KubeLoader.add_constructor(_tag, _construct_plain)
+KubeLoader.add_constructor(MERGE, lambda loader, node: node.value)  # a `<<` value: the string
+
+
+class KubeDumper(yaml.CSafeDumper):
+    """Quotes strings that go-yaml, PyYAML or ruamel would read as another type (`"N"`, `"1e3"`)."""
+
+
+def _represent_str(dumper: KubeDumper, data: str) -> yaml.Node:
+    style = "'" if dumper.default_style is None and needs_quotes(data) else None
+    return dumper.represent_scalar(STR, data, style=style)
+
+
+KubeDumper.add_representer(str, _represent_str)
+
+
+def load(text: str) -> Any:
+    return yaml.load(text, Loader=KubeLoader)
+
+
+def load_all(text: str) -> list[Any]:
+    return list(yaml.load_all(text, Loader=KubeLoader))
+
+
+def dump(obj: Any) -> str:
+    """Block-style YAML of plain values, in key order, that kubectl reads back as exactly `obj`."""
+    return str(
+        yaml.dump(obj, Dumper=KubeDumper, sort_keys=False, default_flow_style=False, allow_unicode=True, width=1 << 16)
+    )
