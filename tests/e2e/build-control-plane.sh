@@ -14,9 +14,10 @@
 # Usage: build-control-plane.sh [--refresh] [--release MINOR[,MINOR...]]
 #   --refresh   re-pin each selected wrapper to the newest patch of its release
 #               (and etcd to the newest 3.6 patch) on the module proxy,
-#               rewriting go.mod and go.sum, then build.
+#               rewriting go.mod and go.sum, then build. With --release, a
+#               release that has no wrapper yet gets one (how a release is added).
 #   --release   only these releases, e.g. 1.37 or 1.34,1.37
-#               (default: $DRA_MIGRATE_E2E_RELEASES, else every release).
+#               (default: $DRA_MIGRATE_E2E_RELEASES, else every k8sbins/<minor>).
 # Writes $CACHE_ROOT/control-plane-<minor>.env (export TEST_ASSET_...=) per release.
 # Env: DRA_MIGRATE_BUILD_JOBS (go build -p, default 2).
 set -euo pipefail
@@ -26,8 +27,8 @@ CACHE_ROOT="${DRA_MIGRATE_CACHE:-$HOME/.cache/dra-migrate}"
 K8S_MODS="$HERE/k8sbins"
 ETCD_MOD="$HERE/etcdbin"
 JOBS="${DRA_MIGRATE_BUILD_JOBS:-2}"
-# The supported releases: one wrapper module each under k8sbins/.
-ALL_RELEASES=(1.34 1.35 1.36 1.37)
+# The supported releases: one wrapper module each, k8sbins/<minor>/go.mod.
+mapfile -t ALL_RELEASES < <(cd "$K8S_MODS" && ls -d 1.*/ 2>/dev/null | tr -d / | sort -t. -k2,2n)
 # Every release's kubeadm accepts an external etcd >= 3.5.24 and 1.34-1.36 ship
 # 3.6.x, so one 3.6 etcd serves all four (1.37 ships 3.7.0).
 ETCD_MINOR="3.6"
@@ -47,7 +48,9 @@ select_releases() { # <comma-separated minors or "">
   if [[ -z "$wanted" ]]; then RELEASES=("${ALL_RELEASES[@]}"); return; fi
   IFS=', ' read -r -a RELEASES <<<"$wanted"
   for minor in "${RELEASES[@]}"; do
-    [[ " ${ALL_RELEASES[*]} " == *" $minor "* ]] || die "unknown release $minor (supported: ${ALL_RELEASES[*]})"
+    [[ "$minor" =~ ^1\.[0-9]+$ ]] || die "release $minor is not of the form 1.37"
+    ((REFRESH)) || [[ " ${ALL_RELEASES[*]} " == *" $minor "* ]] ||
+      die "no wrapper for release $minor (supported: ${ALL_RELEASES[*]}); add one with --refresh --release $minor"
   done
 }
 
