@@ -7,6 +7,10 @@ it and records it in the pod's `status.extendedResourceClaimStatus`. Whether tha
 feature gate `DRAExtendedResource`, on by default from 1.36; the expectation per release is the
 engine's (`Target.feature_enabled`).
 
+The translator on `--strategy auto` for such a release leaves those pods alone and writes the
+DeviceClasses they need (`--device-classes`); applied, they make the unchanged pods schedule. A
+pod pinned with `nodeName` bypasses the scheduler, so it is still rewritten into a claim.
+
 No webhook is registered here. The scenarios run on a node that publishes GPUs only through DRA
 (`fake_cluster.exclusive`): a node that also advertises `nvidia.com/gpu` in allocatable would be
 served by the device-plugin path instead.
@@ -16,9 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from dra_migrate.engine import Target
 
@@ -36,13 +42,17 @@ from .cluster_fixtures import (
     pod_condition,
     wait_for,
     wait_for_pod_bound,
+    wait_for_pod_claims,
 )
+from .manifests import convert, documents, for_create
 
 Obj = dict[str, Any]
 GATE = "DRAExtendedResource"
 EXTENDED_RESOURCE_CLAIM = "resource.kubernetes.io/extended-resource-claim"
 MAPPED_CLASS = "extended.gpu.nvidia.com"
-DRA_ONLY_NODE = NvidiaDraNode("kep5004-node-1", gpus=4, mig_parents=0)
+MIG_RESOURCE = "nvidia.com/mig-1g.5gb"
+# Full GPUs and one GPU in MIG mode (two 1g.5gb slices), all published through DRA only.
+DRA_ONLY_NODE = NvidiaDraNode("kep5004-node-1", gpus=4, mig_parents=1)
 
 
 def extended_resource_class(name: str, resource: str) -> Obj:
@@ -52,9 +62,9 @@ def extended_resource_class(name: str, resource: str) -> Obj:
     return manifest
 
 
-def device_plugin_pod(name: str, count: int, resource: str = DEVICE_PLUGIN_RESOURCE) -> Obj:
+def device_plugin_pod(name: str, count: int, resource: str = DEVICE_PLUGIN_RESOURCE, **spec: Any) -> Obj:
     limits = {resource: str(count)}
-    return pause_pod(name, resources={"limits": limits})
+    return pause_pod(name, resources={"limits": limits}, **spec)
 
 
 @contextmanager
@@ -92,20 +102,35 @@ def extended_resource_claim(kube: Kube, namespace: str, pod: Obj) -> Obj:
     return claim
 
 
+def wait_for_extended_resource_claim(kube: Kube, namespace: str, name: str) -> tuple[Obj, Obj]:
+    """Wait until the scheduler bound the pod through its special claim; returns (pod, claim)."""
+
+    def with_claim_status() -> Obj | None:
+        pod = kube.get("v1", "Pod", name, namespace)
+        return pod if pod and (pod.get("status") or {}).get("extendedResourceClaimStatus") else None
+
+    wait_for(with_claim_status, what=f"the scheduler to record pod {name}'s extended-resource claim")
+    pod = wait_for_pod_bound(kube, namespace, name)
+    return pod, extended_resource_claim(kube, namespace, pod)
+
+
+def device_kinds(fake_cluster: FakeCluster, claims: Sequence[Obj], node: str) -> list[tuple[str, str]]:
+    """(type, profile) of every device allocated to `claims`, checked to be on `node`."""
+    kinds = []
+    for result in (r for claim in claims for r in allocation_results(claim)):
+        assert fake_cluster.node_of_pool(result["driver"], result["pool"]) == node, result
+        attributes = fake_cluster.device(result["driver"], result["pool"], result["device"])["attributes"]
+        kinds.append((attributes["type"]["string"], attributes.get("profile", {}).get("string", "")))
+    return sorted(kinds)
+
+
 def test_unchanged_device_plugin_pod_gets_two_devices_through_dra(
     kube: Kube, fake_cluster: FakeCluster, namespace: str, target: Target, dra_only_node: str
 ) -> None:
     require_gate(target, on=True)
     with applied(kube, [extended_resource_class(MAPPED_CLASS, DEVICE_PLUGIN_RESOURCE)]):
         created = kube.create(device_plugin_pod("unchanged", count=2), namespace)
-
-        def with_claim_status() -> Obj | None:
-            pod = kube.get("v1", "Pod", "unchanged", namespace)
-            return pod if pod and (pod.get("status") or {}).get("extendedResourceClaimStatus") else None
-
-        wait_for(with_claim_status, what="the scheduler to record the pod's extended-resource claim")
-        pod = wait_for_pod_bound(kube, namespace, "unchanged")
-        claim = extended_resource_claim(kube, namespace, pod)
+        pod, claim = wait_for_extended_resource_claim(kube, namespace, "unchanged")
 
     # The pod is stored as written: no claims, the device-plugin request kept.
     assert created["spec"]["containers"][0]["resources"]["limits"] == {DEVICE_PLUGIN_RESOURCE: "2"}
@@ -156,3 +181,65 @@ def test_without_the_gate_the_mapping_is_dropped_and_the_pod_does_not_fit(
     pod = kube.get("v1", "Pod", "unchanged", namespace)
     assert pod is not None and not pod["spec"].get("nodeName")
     assert not (pod.get("status") or {}).get("extendedResourceClaimStatus")
+
+
+# --------------------------------------------------------------------------- the translator on auto
+
+
+def translator_inputs(node: str) -> list[Obj]:
+    return [
+        device_plugin_pod("whole-gpus", count=2),
+        device_plugin_pod("mig-slice", count=1, resource=MIG_RESOURCE),
+        device_plugin_pod("pinned", count=1, nodeName=node),
+    ]
+
+
+def test_translator_device_classes_serve_the_pods_it_leaves_alone(
+    kube: Kube, fake_cluster: FakeCluster, namespace: str, target: Target, tmp_path: Path
+) -> None:
+    require_gate(target, on=True)
+    source = tmp_path / "src"
+    source.mkdir()
+    inputs = translator_inputs(DRA_ONLY_NODE.name)
+    (source / "pods.yaml").write_text("---\n".join(yaml.safe_dump(p) for p in inputs), encoding="utf-8")
+    classes_file = tmp_path / "device-classes.yaml"
+    run = convert(
+        source,
+        tmp_path / "out",
+        "--target-version",
+        str(target),
+        "--strategy",
+        "auto",
+        "--device-classes",
+        str(classes_file),
+    )
+    assert run.returncode == 0, run.stderr
+    [(_, _, outputs)] = list(run.pairs())
+    converted = {o["metadata"]["name"]: o for o in outputs}
+
+    # Whole devices and a MIG profile are left to KEP-5004; the pinned pod is rewritten.
+    for name in ("whole-gpus", "mig-slice"):
+        assert converted[name] == next(p for p in inputs if p["metadata"]["name"] == name), name
+    assert converted["pinned"]["spec"].get("resourceClaims"), converted["pinned"]
+    paths = {f["name"]: f["message"] for f in run.findings("info") if f["rule"] == "migration-path"}
+    assert "-> extended-resource" in paths["whole-gpus"] and "-> claim" in paths["pinned"], paths
+    emitted = documents(classes_file)
+    names = {c["spec"]["extendedResourceName"]: c["metadata"]["name"] for c in emitted}
+    assert set(names) == {DEVICE_PLUGIN_RESOURCE, MIG_RESOURCE}, emitted
+
+    with fake_cluster.exclusive(DRA_ONLY_NODE) as [node], applied(kube, emitted):
+        for obj in outputs:  # templates first, as written
+            kube.create(for_create(obj, namespace))
+        whole, whole_claim = wait_for_extended_resource_claim(kube, namespace, "whole-gpus")
+        mig, mig_claim = wait_for_extended_resource_claim(kube, namespace, "mig-slice")
+        pinned_claims = wait_for_pod_claims(kube, namespace, "pinned", count=1)
+        pinned = wait_for_pod_bound(kube, namespace, "pinned")
+
+        assert device_kinds(fake_cluster, [whole_claim], node) == [("gpu", ""), ("gpu", "")]
+        assert device_kinds(fake_cluster, [mig_claim], node) == [("mig", "1g.5gb")]
+        assert device_kinds(fake_cluster, pinned_claims, node) == [("gpu", "")]
+    for claim, resource in ((whole_claim, DEVICE_PLUGIN_RESOURCE), (mig_claim, MIG_RESOURCE)):
+        classes = [r["exactly"]["deviceClassName"] for r in claim["spec"]["devices"]["requests"]]
+        assert classes == [names[resource]], f"{resource} served by {classes}"
+    assert whole["spec"]["nodeName"] == mig["spec"]["nodeName"] == pinned["spec"]["nodeName"] == node
+    assert not whole["spec"].get("resourceClaims") and not mig["spec"].get("resourceClaims")
