@@ -30,7 +30,7 @@ from typing import Any
 
 from dra_migrate.engine import RESOURCE_GROUP, Target
 
-from .manifests import SERVER_METADATA, Conversion, identity
+from .manifests import SERVER_METADATA, Conversion, documents, identity
 
 Obj = dict[str, Any]
 Key = tuple[str, str, str | None, str, int]  # (file, kind, namespace, name, occurrence)
@@ -150,30 +150,42 @@ def _show(value: Any) -> str:
 # --------------------------------------------------------------------------- translator runs
 
 
+DEVICE_CLASSES_FILE = "<--device-classes>"
+
+
 @dataclass
 class TranslatorRun:
-    """`dra-migrate convert --target-version T` over one tree, indexed by object."""
+    """`dra-migrate convert --target-version T` over one tree, indexed by object; the DeviceClasses
+    of `--device-classes` count as the outputs of a file named DEVICE_CLASSES_FILE."""
 
     target: Target
     conversion: Conversion
     outputs: dict[Key, Obj] = field(default_factory=dict)
-    errors: dict[Key, list[str]] = field(default_factory=dict)
+    findings: dict[str, dict[Key, list[str]]] = field(default_factory=dict)  # severity -> key -> texts
 
     @classmethod
-    def index(cls, target: Target, conversion: Conversion) -> TranslatorRun:
+    def index(cls, target: Target, conversion: Conversion, device_classes: Path | None = None) -> TranslatorRun:
         run = cls(target, conversion)
         for relative, _, outputs in conversion.pairs():
             for key, obj in keyed(str(relative), outputs):
                 run.outputs[key] = obj
-        for finding in conversion.findings("error"):
-            file = str(Path(finding["file"]).relative_to(conversion.source))
-            error_key: Key = (file, str(finding["kind"]), finding.get("namespace"), str(finding["name"]), 0)
-            run.errors.setdefault(error_key, []).append(f"{finding['rule']}: {finding['message']}")
+        if device_classes is not None:
+            run.outputs.update(keyed(DEVICE_CLASSES_FILE, documents(device_classes)))
+        # The report does not tell same-named documents apart: findings count for occurrence 0.
+        for severity in ("error", "warning"):
+            found = run.findings.setdefault(severity, {})
+            for finding in conversion.findings(severity):
+                file = str(Path(finding["file"]).relative_to(conversion.source))
+                found.setdefault(
+                    (file, str(finding["kind"]), finding.get("namespace"), str(finding["name"]), 0), []
+                ).append(f"{finding['rule']}: {finding['message']}")
         return run
 
     def errors_for(self, key: Key) -> list[str]:
-        """Error findings of the object (the report does not tell same-named documents apart)."""
-        return self.errors.get((*key[:4], 0), [])
+        return self.findings["error"].get((*key[:4], 0), [])
+
+    def warnings_for(self, key: Key) -> list[str]:
+        return self.findings["warning"].get((*key[:4], 0), [])
 
 
 def keyed(relative: str, objects: list[Obj]) -> Iterator[tuple[Key, Obj]]:
@@ -197,7 +209,7 @@ def is_dra(obj: Mapping[str, Any]) -> bool:
 
 @dataclass(frozen=True)
 class Verdict:
-    outcome: str  # equal | DIFFERENT | declined | kept-version | input-rejected | not-served
+    outcome: str  # equal | DIFFERENT | declined | kept-version | gate-off | input-rejected | not-served
     source: str
     key: Key
     version: str = ""

@@ -2,16 +2,20 @@
 
 Runs on control planes that serve every `resource.k8s.io` version the release has
 (`--runtime-config`, see ControlPlaneSpec). Subjects: every `resource.k8s.io` object of the
-corpus's dra-versions tree, and every ResourceClaimTemplate the translator generates for the
-legacy corpus. Each subject is created once, as it is when the server serves its version, else
-as the translator writes it for this release; then it is read back in every version the server
+corpus's dra-versions tree, every ResourceClaimTemplate the translator generates for the legacy
+corpus, and every DeviceClass it writes for it with `--strategy extendedResource --device-classes`.
+Each subject is created once, as it is when the server serves its version, else as the
+translator writes it for this release; then it is read back in every version the server
 serves and compared with `dra-migrate convert --target-version T` for the target T that writes
 that version (differential.py: normaliser and verdicts).
 
 Verdicts that are not differences, each listed with its reason in `<log dir>/<test>.txt`:
 - declined: the translator reports an error for that target and leaves the object as it was
   (e.g. a field the target release does not have);
-- kept-version: the translator does not move that kind between versions (DeviceTaintRule);
+- kept-version: the translator keeps the object's version for that target and a finding says
+  why (DeviceTaintRule), or no target writes that version (v1alpha3);
+- gate-off: the apiserver dropped a field whose feature gate is off by default in this release
+  (`extendedResourceName` before 1.36), as the translator warns;
 - input-rejected: the apiserver refuses the corpus object itself (e.g. generated round-trip data);
 - not-served: neither the object's version nor a translator output of it is served here
   (classic DRA).
@@ -26,6 +30,7 @@ from __future__ import annotations
 import collections
 import warnings
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -36,6 +41,7 @@ from dra_migrate.engine import RESOURCE_GROUP, Target, convert, default_config
 from .cluster_fixtures import Kube, create_namespace, delete_namespace
 from .controlplane import ControlPlane
 from .differential import (
+    DEVICE_CLASSES_FILE,
     Key,
     Obj,
     TranslatorRun,
@@ -53,14 +59,36 @@ from .manifests import convert as translate
 pytestmark = pytest.mark.all_dra_versions
 
 CORE_KINDS = ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice")
-SOURCES = {"dra-versions": CORPUS / "dra-versions", "legacy": CORPUS / "legacy"}
 
-# Translator defects this test found, by a text every such difference carries.
-KNOWN_DEFECTS = {
-    # The apiserver writes v1beta1 requests with `deviceClassName: ""` next to `firstAvailable`
-    # (`kubectl get -o yaml` shows it); the translator counts the empty value as set.
-    "exactly-and-first-available: a request sets both its own device fields and firstAvailable": (
+
+@dataclass(frozen=True)
+class Source:
+    """One translator input tree, converted once per target."""
+
+    name: str
+    tree: Path
+    args: tuple[str, ...] = ()
+    device_classes: bool = False
+
+
+SOURCES = (
+    Source("dra-versions", CORPUS / "dra-versions"),
+    Source("legacy", CORPUS / "legacy"),
+    Source("device-classes", CORPUS / "legacy", ("--strategy", "extendedResource"), device_classes=True),
+)
+# Fields the apiserver drops on write while their feature gate is off (dropDisabledFields).
+GATED_FIELDS = {".spec.extendedResourceName": "DRAExtendedResource"}
+
+# Translator defects this test found: every difference whose line holds all the texts of an entry.
+KNOWN_DEFECTS: dict[tuple[str, ...], str] = {
+    ("exactly-and-first-available: a request sets both its own device fields and firstAvailable",): (
+        # The apiserver writes v1beta1 requests with `deviceClassName: ""` next to `firstAvailable`
+        # (`kubectl get -o yaml` shows it).
         "an empty deviceClassName counts as set when reading v1beta1"
+    ),
+    (f"{DEVICE_CLASSES_FILE} ::", "the translator writes resource.k8s.io/v1 and no finding says why"): (
+        "--device-classes for 1.32/1.33 writes v1 DeviceClasses (not served there) and drops the conversion's "
+        "findings (extendedResourceName needs 1.34)"
     ),
 }
 
@@ -89,15 +117,17 @@ def translator_runs(
 ) -> dict[str, dict[str, TranslatorRun]]:
     """source -> version -> the translator's run for the target that writes that version."""
     runs: dict[str, dict[str, TranslatorRun]] = {}
-    for source, tree in SOURCES.items():
-        if not tree.is_dir():
-            pytest.skip(f"corpus {tree} not present")
-        runs[source] = {}
+    for source in SOURCES:
+        if not source.tree.is_dir():
+            pytest.skip(f"corpus {source.tree} not present")
+        runs[source.name] = {}
         for version, target in writing_targets(control_plane.spec.target).items():
-            out = tmp_path_factory.mktemp("differential") / f"{source}-{target}"
-            conversion = translate(tree, out, "--target-version", str(target))
-            assert conversion.returncode in (0, 2), f"convert {tree} for {target}: {conversion.stderr}"
-            runs[source][version] = TranslatorRun.index(target, conversion)
+            out = tmp_path_factory.mktemp("differential") / f"{source.name}-{target}"
+            classes = out.parent / "device-classes.yaml" if source.device_classes else None
+            args = [*source.args, *(["--device-classes", str(classes)] if classes else [])]
+            conversion = translate(source.tree, out, "--target-version", str(target), *args)
+            assert conversion.returncode in (0, 2), f"convert {source.tree} for {target}: {conversion.stderr}"
+            runs[source.name][version] = TranslatorRun.index(target, conversion, classes)
     return runs
 
 
@@ -131,18 +161,24 @@ def test_served_dra_versions_match_the_engine(discovery: Discovery, target: Targ
 
 class Differential:
     def __init__(
-        self, rest: Rest, discovery: Discovery, runs: dict[str, dict[str, TranslatorRun]], namespace: str, newest: str
+        self,
+        rest: Rest,
+        discovery: Discovery,
+        runs: dict[str, dict[str, TranslatorRun]],
+        namespace: str,
+        release: Target,
     ) -> None:
         self.rest = rest
         self.discovery = discovery
         self.runs = runs
         self.namespace = namespace
-        self.newest = newest  # the version this release's own target writes (v1)
+        self.release = release
+        self.newest = release.dra_version  # the version this release's own target writes (v1)
         self.verdicts: list[Verdict] = []
 
     def subjects(self) -> Iterator[tuple[str, Key, Obj, bool]]:
-        """(source, key, object, is the corpus input): dra-versions inputs, then the templates the
-        translator generates for the legacy corpus (in this release's version)."""
+        """(source, key, object, is the corpus input): dra-versions inputs, then the templates and
+        DeviceClasses the translator writes for the legacy corpus (in this release's version)."""
         for relative, inputs, _ in self.runs["dra-versions"][self.newest].conversion.pairs():
             for key, obj in keyed(str(relative), inputs):
                 if is_dra(obj):
@@ -153,6 +189,9 @@ class Differential:
             for key, obj in keyed(str(relative), outputs):
                 if key not in originals and obj.get("kind") == "ResourceClaimTemplate":
                     yield "legacy", key, obj, False
+        for key, obj in self.runs["device-classes"][self.newest].outputs.items():
+            if key[0] == DEVICE_CLASSES_FILE:
+                yield "device-classes", key, obj, False
 
     def resource(self, version: str, kind: str) -> ApiResource | None:
         return self.discovery.find({"apiVersion": f"{RESOURCE_GROUP}/{version}", "kind": kind})
@@ -207,11 +246,33 @@ class Differential:
             self.verdicts.append(Verdict("DIFFERENT", source, key, version, f"no translator output for {run.target}"))
             return
         if version_of(expected) != version:
-            detail = f"for {run.target} the translator keeps {expected.get('apiVersion')}"
+            notes = run.warnings_for(key)
+            if not notes:
+                detail = f"for {run.target} the translator writes {expected.get('apiVersion')} and no finding says why"
+                self.verdicts.append(Verdict("DIFFERENT", source, key, version, detail))
+                return
+            detail = f"for {run.target} the translator keeps {expected.get('apiVersion')}: {'; '.join(notes)}"
             self.verdicts.append(Verdict("kept-version", source, key, version, detail))
             return
-        found = differences(normalise(expected), normalise(got))
-        self.verdicts.append(Verdict("DIFFERENT" if found else "equal", source, key, version, " | ".join(found)))
+        self.verdicts.append(self.judge(source, key, version, differences(normalise(expected), normalise(got))))
+
+    def judge(self, source: str, key: Key, version: str, found: list[str]) -> Verdict:
+        """equal, gate-off when the only differences are fields this release drops with its gate off,
+        else DIFFERENT."""
+        if not found:
+            return Verdict("equal", source, key, version)
+        dropped = [
+            d
+            for d in found
+            if (path := d.split(":", 1)[0]) in GATED_FIELDS
+            and d.endswith("apiserver has no such field")
+            and not self.release.feature_enabled(GATED_FIELDS[path])
+        ]
+        if len(dropped) == len(found):
+            gates = sorted({GATED_FIELDS[d.split(":", 1)[0]] for d in dropped})
+            detail = f"{' | '.join(found)} ({', '.join(gates)} off by default in {self.release})"
+            return Verdict("gate-off", source, key, version, detail)
+        return Verdict("DIFFERENT", source, key, version, " | ".join(found))
 
     def compare_reading(self, source: str, key: Key, version: str, got: Obj, written: str, expected: Obj) -> None:
         """The engine reading the apiserver's own `version` output (as `kubectl get -o yaml` shows it)
@@ -226,8 +287,7 @@ class Differential:
             detail = f"reading the apiserver's {version}: {problems}"
             self.verdicts.append(Verdict("DIFFERENT", source, key, label, detail))
             return
-        found = differences(normalise(result.object), normalise(expected))
-        self.verdicts.append(Verdict("DIFFERENT" if found else "equal", source, key, label, " | ".join(found)))
+        self.verdicts.append(self.judge(source, key, label, differences(normalise(result.object), normalise(expected))))
 
     def write(self, path: Path) -> str:
         counts = collections.Counter(v.outcome for v in self.verdicts)
@@ -245,25 +305,22 @@ def test_translator_conversions_match_the_apiserver(
     control_plane: ControlPlane,
     request: pytest.FixtureRequest,
 ) -> None:
-    differential = Differential(
-        rest, discovery, translator_runs, scratch_namespace, control_plane.spec.target.dra_version
-    )
+    differential = Differential(rest, discovery, translator_runs, scratch_namespace, control_plane.spec.target)
     for subject in differential.subjects():
         differential.check(*subject)
     summary = differential.write(control_plane.log_dir / f"{request.node.name}.txt")
     print(f"{request.node.name}: {summary}")
 
     outcomes = collections.Counter(v.outcome for v in differential.verdicts)
-    known = {text: [v.line() for v in differential.verdicts if text in v.detail] for text in KNOWN_DEFECTS}
-    for text, lines in known.items():
-        if lines:
-            message = f"known translator defect, {KNOWN_DEFECTS[text]}: {len(lines)} x, e.g. {lines[0]}"
+    lines = [v.line() for v in differential.verdicts if v.outcome == "DIFFERENT"]
+    known = {texts: [line for line in lines if all(t in line for t in texts)] for texts in KNOWN_DEFECTS}
+    for texts, matched in known.items():
+        if matched:
+            message = f"known translator defect, {KNOWN_DEFECTS[texts]}: {len(matched)} x, e.g. {matched[0]}"
             warnings.warn(message, stacklevel=1)
-    different = [
-        v.line() for v in differential.verdicts if v.outcome == "DIFFERENT" and not any(t in v.detail for t in known)
-    ]
+    different = [line for line in lines if not any(line in matched for matched in known.values())]
     assert not different, summary + "\n" + "\n".join(different)
-    fixed = [text for text, lines in known.items() if not lines]
+    fixed = [KNOWN_DEFECTS[texts] for texts, matched in known.items() if not matched]
     assert not fixed, f"known defects no longer seen (remove them from KNOWN_DEFECTS): {fixed}"
     # Every version served is compared somewhere, and most objects survive every version.
     assert {v.version for v in differential.verdicts if v.outcome == "equal"} >= {"v1beta1", "v1beta2", "v1"}, summary
