@@ -31,6 +31,7 @@ lint: $(STAMP)
 test: lint
 	$(BIN)/pytest -q
 
+## Control-plane binaries of every supported release (DRA_MIGRATE_E2E_RELEASES=1.37 for fewer).
 e2e-bins:
 	bash tests/e2e/build-control-plane.sh
 

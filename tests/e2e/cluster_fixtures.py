@@ -63,7 +63,7 @@ class Kube:
     """Dict-in, dict-out access to any kind via the dynamic client.
 
     Plain dicts keep tests independent of the python client's generated models,
-    which may lag or lead the 1.34 server's schema.
+    which may lag or lead the server's schema.
     """
 
     def __init__(self, api_client: k8s_client.ApiClient, discovery_cache: Path | None = None) -> None:
@@ -154,13 +154,13 @@ def device_class(name: str, cel: str) -> Obj:
     }
 
 
-def _nvidia_type_selector(device_type: str) -> str:
+def nvidia_type_selector(device_type: str) -> str:
     return f'device.driver == "{NVIDIA_DRIVER}" && device.attributes["{NVIDIA_DRIVER}"].type == "{device_type}"'
 
 
 DEVICE_CLASSES: tuple[Obj, ...] = (
-    device_class("gpu.nvidia.com", _nvidia_type_selector("gpu")),
-    device_class("mig.nvidia.com", _nvidia_type_selector("mig")),
+    device_class("gpu.nvidia.com", nvidia_type_selector("gpu")),
+    device_class("mig.nvidia.com", nvidia_type_selector("mig")),
     device_class("gpu.example.com", f'device.driver == "{EXAMPLE_DRIVER}"'),
 )
 

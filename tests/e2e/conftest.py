@@ -1,7 +1,9 @@
 """Session fixtures for the e2e suite: a real control plane plus a fake GPU cluster.
 
 Fixtures (see README-style notes in controlplane.py / cluster_fixtures.py):
-  control_plane    session  ControlPlane (started; .kubeconfig, .server, .log_dir, .kubectl())
+  control_plane    session  ControlPlane of one release (started; .spec, .kubeconfig, .server, .log_dir,
+                            .kubectl()); every test using it runs once per selected release
+  release, target  function the control plane's Release and the engine's Target for it
   kubeconfig_path  session  Path of an admin kubeconfig for the cluster
   k8s_api_client   session  kubernetes.client.ApiClient built from that kubeconfig
   kube             session  Kube: dict-based create/get/list/patch/delete for any kind
@@ -21,13 +23,24 @@ from pathlib import Path
 import pytest
 from kubernetes import client as k8s_client
 
+from dra_migrate.engine import Target
+
+from .binaries import (
+    BUILD_SCRIPT,
+    Release,
+    ReleaseSelectionError,
+    find_binaries,
+    missing_binaries,
+    selected_releases,
+)
 from .cluster_fixtures import FakeCluster, Kube, build_cluster, create_namespace, delete_namespace
-from .controlplane import BUILD_SCRIPT, ControlPlane, find_binaries, missing_binaries, remove_workdir
+from .controlplane import ControlPlane, ControlPlaneSpec, remove_workdir
 from .webhook_process import LocalWebhook
 
 E2E_DIR = Path(__file__).resolve().parent
-E2E_FAILED = pytest.StashKey[bool]()
-CONTROL_PLANE = pytest.StashKey[ControlPlane]()
+RUNNING_PLANE = pytest.StashKey[ControlPlane]()
+FAILED_PLANES = pytest.StashKey[list[ControlPlane]]()
+ALL_DRA_VERSIONS = "all_dra_versions"
 
 
 def _in_ci() -> bool:
@@ -39,6 +52,28 @@ def _keep_workdir() -> bool:
 
 
 # --------------------------------------------------------------------------- hooks
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{ALL_DRA_VERSIONS}: run on control planes that serve every resource.k8s.io version the release has "
+        "(--runtime-config), instead of the default ones",
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Every test that needs a control plane runs once per selected release (one session-scoped
+    control plane per release; pytest stops one before it starts the next)."""
+    if "control_plane" not in metafunc.fixturenames:
+        return
+    try:
+        releases = selected_releases()
+    except ReleaseSelectionError as err:
+        raise pytest.UsageError(str(err)) from None
+    all_versions = metafunc.definition.get_closest_marker(ALL_DRA_VERSIONS) is not None
+    specs = [ControlPlaneSpec(release, all_dra_versions=all_versions) for release in releases]
+    metafunc.parametrize("control_plane", specs, ids=[s.id for s in specs], indirect=True, scope="session")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -53,30 +88,30 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    if report.failed and item.get_closest_marker("e2e") is not None:
-        item.config.stash[E2E_FAILED] = True
-        if (plane := item.config.stash.get(CONTROL_PLANE, None)) is not None:
-            report.sections.append(("control-plane logs", f"kept in {plane.log_dir}"))
+    plane = item.config.stash.get(RUNNING_PLANE, None)
+    if report.failed and item.get_closest_marker("e2e") is not None and plane is not None:
+        failed = item.config.stash.setdefault(FAILED_PLANES, [])
+        if plane not in failed:
+            failed.append(plane)
+        report.sections.append(("control-plane logs", f"kept in {plane.log_dir}"))
     return report
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    stash = terminalreporter.config.stash
-    plane = stash.get(CONTROL_PLANE, None)
-    if plane is not None and stash.get(E2E_FAILED, False):
-        terminalreporter.write_line(f"e2e control-plane logs kept in {plane.log_dir}", yellow=True)
+    for plane in terminalreporter.config.stash.get(FAILED_PLANES, []):
+        terminalreporter.write_line(f"e2e control-plane logs ({plane.spec.id}) kept in {plane.log_dir}", yellow=True)
 
 
 # --------------------------------------------------------------------------- fixtures
 
 
-def _require_binaries() -> dict[str, Path]:
-    binaries = find_binaries()
+def _require_binaries(release: Release) -> dict[str, Path]:
+    binaries = find_binaries(release)
     if binaries is not None:
         return binaries
     message = (
-        f"e2e control-plane binaries missing ({', '.join(missing_binaries())}); run {BUILD_SCRIPT} "
-        "(or set TEST_ASSET_<NAME> / KUBEBUILDER_ASSETS)"
+        f"Kubernetes {release} control-plane binaries missing ({', '.join(missing_binaries(release))}); "
+        f"run {BUILD_SCRIPT} --release {release} (or set TEST_ASSET_<NAME> / KUBEBUILDER_ASSETS)"
     )
     if _in_ci():
         pytest.fail(message + " [CI=true: missing binaries are an error, not a skip]", pytrace=False)
@@ -85,21 +120,35 @@ def _require_binaries() -> dict[str, Path]:
 
 @pytest.fixture(scope="session")
 def control_plane(request: pytest.FixtureRequest) -> Iterator[ControlPlane]:
-    binaries = _require_binaries()
-    workdir = Path(tempfile.mkdtemp(prefix="dra-migrate-e2e-"))
-    plane = ControlPlane(binaries, workdir)
+    """The control plane of one release (parametrized by pytest_generate_tests)."""
+    spec: ControlPlaneSpec = request.param
+    binaries = _require_binaries(spec.release)
+    workdir = Path(tempfile.mkdtemp(prefix=f"dra-migrate-e2e-{spec.id}-"))
+    plane = ControlPlane(binaries, workdir, spec)
     try:
         plane.start()
     except Exception as err:
         # Keep the workdir: the logs are the only way to see why a component did not come up.
-        pytest.fail(f"control plane failed to start (logs kept in {plane.log_dir}): {err}", pytrace=False)
-    request.config.stash[CONTROL_PLANE] = plane
+        pytest.fail(f"{spec.id} control plane failed to start (logs kept in {plane.log_dir}): {err}", pytrace=False)
+    request.config.stash[RUNNING_PLANE] = plane
     try:
         yield plane
     finally:
         plane.stop()
-        if not request.config.stash.get(E2E_FAILED, False) and not _keep_workdir():
+        del request.config.stash[RUNNING_PLANE]
+        if plane not in request.config.stash.get(FAILED_PLANES, []) and not _keep_workdir():
             remove_workdir(workdir)
+
+
+@pytest.fixture
+def release(control_plane: ControlPlane) -> Release:
+    return control_plane.spec.release
+
+
+@pytest.fixture
+def target(control_plane: ControlPlane) -> Target:
+    """What the engine knows about the control plane's release (gates, served versions)."""
+    return control_plane.spec.target
 
 
 @pytest.fixture(scope="session")

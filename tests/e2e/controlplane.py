@@ -1,19 +1,14 @@
-"""Locate, start and stop a real local Kubernetes control plane (no kubelet, no Docker).
+"""Start and stop a real local Kubernetes control plane (no kubelet, no Docker).
 
-etcd + kube-apiserver + kube-controller-manager + kube-scheduler run as plain
-processes on 127.0.0.1 with free ports, a temp dir and a generated PKI. Binaries
-come from the same places tests/e2e/build-control-plane.sh looks:
-TEST_ASSET_<NAME>, then $KUBEBUILDER_ASSETS/<name>, then the per-version cache
-${DRA_MIGRATE_CACHE:-~/.cache/dra-migrate}/{k8s,etcd}-vX.Y.Z/ pinned by the
-wrapper modules k8sbins/go.mod and etcdbin/go.mod.
+etcd + kube-apiserver + kube-controller-manager + kube-scheduler of one release run as
+plain processes on 127.0.0.1 with free ports, a temp dir and a generated PKI. The
+binaries come from binaries.py.
 """
 
 from __future__ import annotations
 
 import base64
 import ctypes
-import os
-import re
 import shutil
 import signal
 import socket
@@ -32,12 +27,10 @@ import yaml
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 
-from .pki import Pki, create_pki
+from dra_migrate.engine import RESOURCE_GROUP, Target
 
-E2E_DIR = Path(__file__).resolve().parent
-BUILD_SCRIPT = E2E_DIR / "build-control-plane.sh"
-K8S_BINARIES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
-BINARIES = ("etcd", *K8S_BINARIES)
+from .binaries import Release
+from .pki import Pki, create_pki
 
 # deployment/replicaset controllers let scenarios use Deployments; node-lifecycle
 # stays off because with no kubelet it would mark every fake node NotReady.
@@ -53,78 +46,6 @@ SERVICE_CIDR = "10.0.0.0/24"
 READY_TIMEOUT_S = 180.0
 STOP_TIMEOUT_S = 15.0
 _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
-
-
-# --------------------------------------------------------------------------- binaries
-
-
-@dataclass(frozen=True)
-class PinnedVersions:
-    kubernetes: str  # e.g. "v1.34.4"
-    etcd: str  # e.g. "v3.6.16"
-
-
-def asset_env_var(name: str) -> str:
-    """kube-apiserver -> TEST_ASSET_KUBE_APISERVER (controller-runtime envtest naming)."""
-    return "TEST_ASSET_" + name.upper().replace("-", "_")
-
-
-def cache_root(env: Mapping[str, str] | None = None) -> Path:
-    env = os.environ if env is None else env
-    configured = env.get("DRA_MIGRATE_CACHE")
-    return Path(configured) if configured else Path.home() / ".cache" / "dra-migrate"
-
-
-def _pinned(go_mod: Path, module: str) -> str:
-    match = re.search(rf"^\s*(?:require\s+)?{re.escape(module)}\s+(v\S+)", go_mod.read_text(), re.MULTILINE)
-    if not match:
-        raise RuntimeError(f"{module} is not pinned in {go_mod}")
-    return match.group(1)
-
-
-def pinned_versions() -> PinnedVersions:
-    return PinnedVersions(
-        kubernetes=_pinned(E2E_DIR / "k8sbins" / "go.mod", "k8s.io/kubernetes"),
-        etcd=_pinned(E2E_DIR / "etcdbin" / "go.mod", "go.etcd.io/etcd/server/v3"),
-    )
-
-
-def cached_binary_dir(name: str, env: Mapping[str, str] | None = None) -> Path:
-    versions = pinned_versions()
-    if name == "etcd":
-        return cache_root(env) / f"etcd-{versions.etcd}"
-    return cache_root(env) / f"k8s-{versions.kubernetes}"
-
-
-def _executable(path: Path) -> Path | None:
-    return path if path.is_file() and os.access(path, os.X_OK) else None
-
-
-def find_binary(name: str, env: Mapping[str, str] | None = None) -> Path | None:
-    """Same lookup order as build-control-plane.sh; None if the binary is nowhere."""
-    env = os.environ if env is None else env
-    candidates: list[Path] = []
-    if explicit := env.get(asset_env_var(name)):
-        candidates.append(Path(explicit))
-    if assets := env.get("KUBEBUILDER_ASSETS"):
-        candidates.append(Path(assets) / name)
-    candidates.append(cached_binary_dir(name, env) / name)
-    for candidate in candidates:
-        if found := _executable(candidate):
-            return found
-    return None
-
-
-def find_binaries(env: Mapping[str, str] | None = None) -> dict[str, Path] | None:
-    """Paths of all control-plane binaries, or None if any is missing."""
-    found = {name: find_binary(name, env) for name in BINARIES}
-    if any(path is None for path in found.values()):
-        return None
-    return {name: path for name, path in found.items() if path is not None}
-
-
-def missing_binaries(env: Mapping[str, str] | None = None) -> list[str]:
-    return [name for name in BINARIES if find_binary(name, env) is None]
 
 
 # --------------------------------------------------------------------------- processes
@@ -242,11 +163,40 @@ class Ports:
     scheduler: int = field(default_factory=free_port)
 
 
+@dataclass(frozen=True)
+class ControlPlaneSpec:
+    """Which control plane a test runs on: a release, with its default APIs or with every
+    `resource.k8s.io` version it has switched on (`all_dra_versions`)."""
+
+    release: Release
+    all_dra_versions: bool = False
+
+    @property
+    def id(self) -> str:
+        return f"{self.release}-all-dra-versions" if self.all_dra_versions else str(self.release)
+
+    @property
+    def target(self) -> Target:
+        return Target.parse(self.release.minor)
+
+    def runtime_config(self) -> list[str]:
+        """`--runtime-config` entries: v1beta1 and v1beta2 (off by default since 1.34), and v1alpha3
+        where the release has DeviceTaintRule there (the only kind left in v1alpha3). Feature
+        gates stay at their defaults: they decide what takes effect, not what is served."""
+        if not self.all_dra_versions:
+            return []
+        versions = ["v1beta1", "v1beta2"]
+        if self.target.serves_device_taint_rule("v1alpha3"):
+            versions.append("v1alpha3")
+        return [f"{RESOURCE_GROUP}/{version}=true" for version in versions]
+
+
 class ControlPlane:
     """One etcd + kube-apiserver + kube-controller-manager + kube-scheduler on loopback."""
 
-    def __init__(self, binaries: Mapping[str, Path], workdir: Path) -> None:
+    def __init__(self, binaries: Mapping[str, Path], workdir: Path, spec: ControlPlaneSpec) -> None:
         self.binaries = dict(binaries)
+        self.spec = spec
         self.workdir = workdir
         self.log_dir = workdir / "logs"
         self.ports = Ports()
@@ -359,6 +309,7 @@ class ControlPlane:
             "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
             # Endpoints may not hold a loopback IP; skip reconciling the `kubernetes` service.
             "--endpoint-reconciler-type=none",
+            *([f"--runtime-config={','.join(runtime)}"] if (runtime := self.spec.runtime_config()) else []),
         ]
 
     def _component_common_args(self, port: int) -> list[str]:

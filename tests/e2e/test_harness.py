@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from kubernetes import client as k8s_client
 
+from dra_migrate.engine import RESOURCE_GROUP, Target
+
+from .binaries import Release, cached_binary_dir
 from .cluster_fixtures import (
     NVIDIA_DRIVER,
     RESOURCE_API,
@@ -21,7 +23,8 @@ from .cluster_fixtures import (
     wait_for_pod_bound,
     wait_for_pod_claims,
 )
-from .controlplane import ControlPlane, cached_binary_dir, pinned_versions, server_git_version
+from .controlplane import ControlPlane, server_git_version
+from .manifests import Discovery, Rest
 
 Obj = dict[str, Any]
 
@@ -51,11 +54,28 @@ def run_pod_with_template(kube: Kube, namespace: str, name: str, request: Obj) -
     return wait_for_pod_bound(kube, namespace, name), claim
 
 
-def test_apiserver_reports_pinned_version(control_plane: ControlPlane, k8s_api_client: k8s_client.ApiClient) -> None:
+def test_apiserver_reports_pinned_version(
+    control_plane: ControlPlane, release: Release, k8s_api_client: k8s_client.ApiClient
+) -> None:
+    served = server_git_version(k8s_api_client)
     apiserver = control_plane.binaries["kube-apiserver"]
-    if apiserver.parent != cached_binary_dir("kube-apiserver"):
-        pytest.skip(f"kube-apiserver supplied by the user ({apiserver}); its version is theirs")
-    assert server_git_version(k8s_api_client) == pinned_versions().kubernetes
+    if apiserver.parent != cached_binary_dir("kube-apiserver", release):
+        # Supplied by the user: chosen because it reports this release, any patch.
+        assert served.startswith(f"v{release.minor}."), f"{apiserver} serves {served}"
+        return
+    assert served == release.kubernetes
+
+
+def test_default_dra_versions_are_the_engines(control_plane: ControlPlane, target: Target) -> None:
+    """Without --runtime-config the core DRA kinds are served only in the version the translator
+    writes for this release (v1; v1beta1/v1beta2 are off by default from 1.34 on), and
+    DeviceTaintRule only where the engine says this release has it in v1."""
+    discovery = Discovery.load(Rest(control_plane))
+    served = {(v.rsplit("/", 1)[1], kind) for v, kind in discovery.resources if v.startswith(f"{RESOURCE_GROUP}/")}
+    for kind in ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice"):
+        assert {v for v, k in served if k == kind} == {target.dra_version}, kind
+    taint_rule = {"v1"} if target.serves_device_taint_rule("v1") else set()
+    assert {v for v, k in served if k == "DeviceTaintRule"} == taint_rule
 
 
 def test_fake_cluster_is_schedulable(kube: Kube, fake_cluster: FakeCluster) -> None:
