@@ -186,7 +186,7 @@ class ControlPlaneSpec:
         if not self.all_dra_versions:
             return []
         versions = ["v1beta1", "v1beta2"]
-        if self.target.serves_device_taint_rule("v1alpha3"):
+        if self.target.release.serves("v1alpha3", "DeviceTaintRule"):
             versions.append("v1alpha3")
         return [f"{RESOURCE_GROUP}/{version}=true" for version in versions]
 

@@ -152,7 +152,7 @@ def test_served_dra_versions_match_the_engine(discovery: Discovery, target: Targ
     decides only whether the rules take effect."""
     for kind in CORE_KINDS:
         assert served_versions(discovery, kind) == ["v1", "v1beta1", "v1beta2"], kind
-    taint_rule = [v for v in ("v1alpha3", "v1beta2", "v1") if target.serves_device_taint_rule(v)]
+    taint_rule = [v for v in ("v1alpha3", "v1beta2", "v1") if target.release.serves(v, "DeviceTaintRule")]
     assert served_versions(discovery, "DeviceTaintRule") == sorted(taint_rule)
 
 

@@ -74,7 +74,7 @@ def test_default_dra_versions_are_the_engines(control_plane: ControlPlane, targe
     served = {(v.rsplit("/", 1)[1], kind) for v, kind in discovery.resources if v.startswith(f"{RESOURCE_GROUP}/")}
     for kind in ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice"):
         assert {v for v, k in served if k == kind} == {target.dra_version}, kind
-    taint_rule = {"v1"} if target.serves_device_taint_rule("v1") else set()
+    taint_rule = {"v1"} if target.release.on_by_default("v1", "DeviceTaintRule") else set()
     assert {v for v, k in served if k == "DeviceTaintRule"} == taint_rule
 
 
