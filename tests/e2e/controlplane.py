@@ -42,6 +42,8 @@ CONTROLLERS = (
     "replicaset-controller",
     "resourcequota-controller",  # computes ResourceQuota status, which quota admission needs
 )
+# The resource.k8s.io kinds whose versions a control plane may switch on.
+DRA_KINDS = ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice", "DeviceTaintRule")
 SERVICE_CIDR = "10.0.0.0/24"
 READY_TIMEOUT_S = 180.0
 STOP_TIMEOUT_S = 15.0
@@ -180,15 +182,17 @@ class ControlPlaneSpec:
         return Target.parse(self.release.minor)
 
     def runtime_config(self) -> list[str]:
-        """`--runtime-config` entries: v1beta1 and v1beta2 (off by default since 1.34), and v1alpha3
-        where the release has DeviceTaintRule there (the only kind left in v1alpha3). Feature
-        gates stay at their defaults: they decide what takes effect, not what is served."""
+        """`--runtime-config` entries for every `resource.k8s.io` version the release has for a DRA
+        kind but does not serve by default (the engine's release table): v1beta1 and v1beta2 from
+        1.34 on, and v1alpha3 where DeviceTaintRule is there. Feature gates keep their defaults:
+        they decide what takes effect, not what is served."""
         if not self.all_dra_versions:
             return []
-        versions = ["v1beta1", "v1beta2"]
-        if self.target.release.serves("v1alpha3", "DeviceTaintRule"):
-            versions.append("v1alpha3")
-        return [f"{RESOURCE_GROUP}/{version}=true" for version in versions]
+        release = self.target.release
+        versions = {
+            v for kind in DRA_KINDS for v in release.served_versions(kind) if not release.on_by_default(v, kind)
+        }
+        return [f"{RESOURCE_GROUP}/{version}=true" for version in sorted(versions)]
 
 
 class ControlPlane:

@@ -166,6 +166,11 @@ class Discovery:
         return set(schema.get("properties") or {})
 
 
+def served_versions(discovery: Discovery, kind: str, group: str = "resource.k8s.io") -> list[str]:
+    """The versions of `group` that serve `kind`, sorted by name."""
+    return sorted(v.rsplit("/", 1)[1] for (v, k) in discovery.resources if k == kind and v.startswith(f"{group}/"))
+
+
 # --------------------------------------------------------------------------- dry runs
 
 

@@ -39,7 +39,7 @@ from corpus import CORPUS
 from dra_migrate.engine import RESOURCE_GROUP, Target, convert, default_config
 
 from .cluster_fixtures import Kube, create_namespace, delete_namespace
-from .controlplane import ControlPlane
+from .controlplane import DRA_KINDS, ControlPlane
 from .differential import (
     DEVICE_CLASSES_FILE,
     Key,
@@ -53,12 +53,10 @@ from .differential import (
     version_of,
     writing_targets,
 )
-from .manifests import ADMIN_ACCESS_LABEL, FIELD_MANAGER, ApiResource, Discovery, Rest, for_create
+from .manifests import ADMIN_ACCESS_LABEL, FIELD_MANAGER, ApiResource, Discovery, Rest, for_create, served_versions
 from .manifests import convert as translate
 
 pytestmark = pytest.mark.all_dra_versions
-
-CORE_KINDS = ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice")
 
 
 @dataclass(frozen=True)
@@ -81,11 +79,6 @@ GATED_FIELDS = {".spec.extendedResourceName": "DRAExtendedResource"}
 
 # Translator defects this test found: every difference whose line holds all the texts of an entry.
 KNOWN_DEFECTS: dict[tuple[str, ...], str] = {
-    ("exactly-and-first-available: a request sets both its own device fields and firstAvailable",): (
-        # The apiserver writes v1beta1 requests with `deviceClassName: ""` next to `firstAvailable`
-        # (`kubectl get -o yaml` shows it).
-        "an empty deviceClassName counts as set when reading v1beta1"
-    ),
     (f"{DEVICE_CLASSES_FILE} ::", "the translator writes resource.k8s.io/v1 and no finding says why"): (
         "--device-classes for 1.32/1.33 writes v1 DeviceClasses (not served there) and drops the conversion's "
         "findings (extendedResourceName needs 1.34)"
@@ -104,11 +97,6 @@ def rest(control_plane: ControlPlane) -> Rest:
 @pytest.fixture(scope="module")
 def discovery(rest: Rest) -> Discovery:
     return Discovery.load(rest)
-
-
-def served_versions(discovery: Discovery, kind: str) -> list[str]:
-    versions = [v.rsplit("/", 1)[1] for (v, k) in discovery.resources if k == kind and v.startswith(RESOURCE_GROUP)]
-    return sorted(versions)
 
 
 @pytest.fixture(scope="module")
@@ -146,14 +134,11 @@ def scratch_namespace(kube: Kube) -> Iterator[str]:
 
 
 def test_served_dra_versions_match_the_engine(discovery: Discovery, target: Target) -> None:
-    """With every version switched on, the core kinds are in v1beta1, v1beta2 and v1, and
-    DeviceTaintRule in the versions the engine says the release has. Serving a version needs
-    only `--runtime-config`: the storage is registered whatever the feature gate says, which
-    decides only whether the rules take effect."""
-    for kind in CORE_KINDS:
-        assert served_versions(discovery, kind) == ["v1", "v1beta1", "v1beta2"], kind
-    taint_rule = [v for v in ("v1alpha3", "v1beta2", "v1") if target.release.serves(v, "DeviceTaintRule")]
-    assert served_versions(discovery, "DeviceTaintRule") == sorted(taint_rule)
+    """With every version switched on, each DRA kind is served in every version the engine's release
+    table has for it. Serving a version needs only `--runtime-config`: the storage is registered
+    whatever the feature gate says, which decides only whether the objects take effect."""
+    for kind in DRA_KINDS:
+        assert served_versions(discovery, kind) == sorted(target.release.served_versions(kind)), kind
 
 
 # --------------------------------------------------------------------------- the differential

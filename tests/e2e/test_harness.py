@@ -6,7 +6,7 @@ from typing import Any
 
 from kubernetes import client as k8s_client
 
-from dra_migrate.engine import RESOURCE_GROUP, Target
+from dra_migrate.engine import Target
 
 from .binaries import Release, cached_binary_dir
 from .cluster_fixtures import (
@@ -23,8 +23,8 @@ from .cluster_fixtures import (
     wait_for_pod_bound,
     wait_for_pod_claims,
 )
-from .controlplane import ControlPlane, server_git_version
-from .manifests import Discovery, Rest
+from .controlplane import DRA_KINDS, ControlPlane, server_git_version
+from .manifests import Discovery, Rest, served_versions
 
 Obj = dict[str, Any]
 
@@ -67,15 +67,13 @@ def test_apiserver_reports_pinned_version(
 
 
 def test_default_dra_versions_are_the_engines(control_plane: ControlPlane, target: Target) -> None:
-    """Without --runtime-config the core DRA kinds are served only in the version the translator
-    writes for this release (v1; v1beta1/v1beta2 are off by default from 1.34 on), and
-    DeviceTaintRule only where the engine says this release has it in v1."""
+    """Without --runtime-config each DRA kind is served in exactly the versions the engine's release
+    table says are on by default (1.34+: v1 only; v1beta1/v1beta2 are off by default)."""
     discovery = Discovery.load(Rest(control_plane))
-    served = {(v.rsplit("/", 1)[1], kind) for v, kind in discovery.resources if v.startswith(f"{RESOURCE_GROUP}/")}
-    for kind in ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice"):
-        assert {v for v, k in served if k == kind} == {target.dra_version}, kind
-    taint_rule = {"v1"} if target.release.on_by_default("v1", "DeviceTaintRule") else set()
-    assert {v for v, k in served if k == "DeviceTaintRule"} == taint_rule
+    release = target.release
+    for kind in DRA_KINDS:
+        expected = {v for v in release.served_versions(kind) if release.on_by_default(v, kind)}
+        assert set(served_versions(discovery, kind)) == expected, kind
 
 
 def test_fake_cluster_is_schedulable(kube: Kube, fake_cluster: FakeCluster) -> None:
