@@ -8,12 +8,14 @@ feature gate `DRAExtendedResource`, on by default from 1.36; the expectation per
 engine's (`Target.feature_enabled`).
 
 The translator on `--strategy auto` for such a release leaves those pods alone and writes the
-DeviceClasses they need (`--device-classes`); applied, they make the unchanged pods schedule. A
-pod pinned with `nodeName` bypasses the scheduler, so it is still rewritten into a claim.
+DeviceClasses they need (`--device-classes`); applied, they make the unchanged pods schedule. The
+webhook on `strategy: auto` does the same at admission. A pod pinned with `nodeName` bypasses the
+scheduler, so both still rewrite it into a claim.
 
-No webhook is registered here. The scenarios run on a node that publishes GPUs only through DRA
-(`fake_cluster.exclusive`): a node that also advertises `nvidia.com/gpu` in allocatable would be
-served by the device-plugin path instead.
+The scenarios run on a node that publishes GPUs only through DRA (`fake_cluster.exclusive`): a
+node that also advertises `nvidia.com/gpu` in allocatable would be served by the device-plugin
+path instead. Only the last scenario registers the webhook (module scope: it stays registered
+until the module ends, so it comes last).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from .cluster_fixtures import (
     wait_for_pod_claims,
 )
 from .manifests import convert, documents, for_create
+from .webhook_process import LocalWebhook, deploy_server_config
 
 Obj = dict[str, Any]
 GATE = "DRAExtendedResource"
@@ -243,3 +246,51 @@ def test_translator_device_classes_serve_the_pods_it_leaves_alone(
         assert classes == [names[resource]], f"{resource} served by {classes}"
     assert whole["spec"]["nodeName"] == mig["spec"]["nodeName"] == pinned["spec"]["nodeName"] == node
     assert not whole["spec"].get("resourceClaims") and not mig["spec"].get("resourceClaims")
+
+
+# --------------------------------------------------------------------------- the webhook on auto
+
+
+def auto_config(target: Target) -> Obj:
+    """deploy/'s configuration for this release on `strategy: auto`, knowing the mapped class. The
+    webhook does not list the cluster's DeviceClasses for the strategy, so it is declared here."""
+    mapped = {
+        "name": MAPPED_CLASS,
+        "extendedResourceName": DEVICE_PLUGIN_RESOURCE,
+        "selectors": [nvidia_type_selector("gpu")],
+    }
+    return {
+        **deploy_server_config(),
+        "targetVersion": str(target),
+        "strategy": "auto",
+        "clusterDeviceClasses": [mapped],
+    }
+
+
+def test_webhook_on_auto_leaves_the_pod_to_kep5004_but_converts_a_pinned_pod(
+    kube: Kube, fake_cluster: FakeCluster, namespace: str, target: Target, webhook: LocalWebhook
+) -> None:
+    require_gate(target, on=True)
+    with (
+        webhook.running_with("auto", auto_config(target)),
+        fake_cluster.exclusive(DRA_ONLY_NODE) as [node],
+        applied(kube, [extended_resource_class(MAPPED_CLASS, DEVICE_PLUGIN_RESOURCE)]),
+    ):
+        before = webhook.review_count()
+        whole = kube.create(device_plugin_pod("whole-gpus", count=2), namespace)
+        pinned = kube.create(device_plugin_pod("pinned", count=1, nodeName=node), namespace)
+        assert webhook.review_count() >= before + 2, "the webhook did not review both pods"
+
+        # Admitted as written: KEP-5004 serves it.
+        assert whole["spec"]["containers"][0]["resources"]["limits"] == {DEVICE_PLUGIN_RESOURCE: "2"}
+        assert not whole["spec"].get("resourceClaims")
+        # Pinned: nodeName dropped for node selection, the GPU moved into a claim.
+        assert not pinned["spec"].get("nodeName") and pinned["spec"].get("resourceClaims"), pinned["spec"]
+        assert DEVICE_PLUGIN_RESOURCE not in (pinned["spec"]["containers"][0]["resources"].get("limits") or {})
+
+        _, whole_claim = wait_for_extended_resource_claim(kube, namespace, "whole-gpus")
+        pinned_claims = wait_for_pod_claims(kube, namespace, "pinned", count=1)
+        bound = wait_for_pod_bound(kube, namespace, "pinned")
+        assert device_kinds(fake_cluster, [whole_claim], node) == [("gpu", ""), ("gpu", "")]
+        assert device_kinds(fake_cluster, pinned_claims, node) == [("gpu", "")]
+        assert bound["spec"]["nodeName"] == node
