@@ -119,8 +119,16 @@ class Run:
         """The DeviceClasses for every name left to KEP-5004 in this run, in the target's version."""
         documents = []
         for resource in sorted(self.extended):
-            written = convert(build_device_class(self.extended[resource]), self.options.config)
-            if written.object is not None:
+            device_class = build_device_class(self.extended[resource])
+            written = convert(device_class, self.options.config)
+            name = device_class["metadata"]["name"]
+            for finding in written.problems:
+                # A class the target cannot hold is not written: the report says why.
+                self.reporter.add_run(
+                    Finding(finding.severity, finding.rule, finding.path, f"DeviceClass {name}: {finding.message}")
+                )
+            self.any_errors |= written.has_errors
+            if written.object is not None and not written.has_errors:
                 documents.append(written.object)
         return dump_documents(documents)
 

@@ -175,10 +175,9 @@ class TranslatorRun:
         for severity in ("error", "warning"):
             found = run.findings.setdefault(severity, {})
             for finding in conversion.findings(severity):
-                file = str(Path(finding["file"]).relative_to(conversion.source))
-                found.setdefault(
-                    (file, str(finding["kind"]), finding.get("namespace"), str(finding["name"]), 0), []
-                ).append(f"{finding['rule']}: {finding['message']}")
+                where = _finding_key(finding, conversion.source)
+                if where is not None:
+                    found.setdefault(where, []).append(f"{finding['rule']}: {finding['message']}")
         return run
 
     def errors_for(self, key: Key) -> list[str]:
@@ -225,3 +224,16 @@ class Verdict:
     def line(self) -> str:
         version = f" [{self.version}]" if self.version else ""
         return f"{self.outcome:<14} {self.subject}{version}" + (f" :: {self.detail}" if self.detail else "")
+
+
+def _finding_key(finding: dict[str, Any], source: Path) -> tuple[str, str, str | None, str, int] | None:
+    """Where a report row belongs: its file's document, or for a run-level row about a DeviceClass
+    of --device-classes ("DeviceClass <name>: ..."), that file's class; other run-level rows nowhere."""
+    if finding.get("file"):
+        file = str(Path(finding["file"]).relative_to(source))
+        namespace = finding.get("namespace")
+        return file, str(finding["kind"]), str(namespace) if namespace else None, str(finding["name"]), 0
+    message = str(finding.get("message", ""))
+    if message.startswith("DeviceClass ") and ":" in message:
+        return DEVICE_CLASSES_FILE, "DeviceClass", None, message[len("DeviceClass ") :].split(":", 1)[0], 0
+    return None

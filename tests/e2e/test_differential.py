@@ -78,12 +78,7 @@ SOURCES = (
 GATED_FIELDS = {".spec.extendedResourceName": "DRAExtendedResource"}
 
 # Translator defects this test found: every difference whose line holds all the texts of an entry.
-KNOWN_DEFECTS: dict[tuple[str, ...], str] = {
-    (f"{DEVICE_CLASSES_FILE} ::", "the translator writes resource.k8s.io/v1 and no finding says why"): (
-        "--device-classes for 1.32/1.33 writes v1 DeviceClasses (not served there) and drops the conversion's "
-        "findings (extendedResourceName needs 1.34)"
-    ),
-}
+KNOWN_DEFECTS: dict[tuple[str, ...], str] = {}
 
 
 # --------------------------------------------------------------------------- fixtures
