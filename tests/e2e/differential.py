@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -162,6 +163,8 @@ class TranslatorRun:
     conversion: Conversion
     outputs: dict[Key, Obj] = field(default_factory=dict)
     findings: dict[str, dict[Key, list[str]]] = field(default_factory=dict)  # severity -> key -> texts
+    # key -> ".path" of a field the translator warned a feature gate it needs is off -> those gates
+    gated: dict[Key, dict[str, tuple[str, ...]]] = field(default_factory=dict)
 
     @classmethod
     def index(cls, target: Target, conversion: Conversion, device_classes: Path | None = None) -> TranslatorRun:
@@ -178,6 +181,8 @@ class TranslatorRun:
                 where = _finding_key(finding, conversion.source)
                 if where is not None:
                     found.setdefault(where, []).append(f"{finding['rule']}: {finding['message']}")
+                    if finding["rule"] == "feature-gate-off" and (gates := _gates_named(str(finding["message"]))):
+                        run.gated.setdefault(where, {})[f".{finding['path']}"] = gates
         return run
 
     def errors_for(self, key: Key) -> list[str]:
@@ -185,6 +190,23 @@ class TranslatorRun:
 
     def warnings_for(self, key: Key) -> list[str]:
         return self.findings["warning"].get((*key[:4], 0), [])
+
+    def gates_warned(self, key: Key, path: str) -> tuple[str, ...]:
+        """The feature gates a feature-gate-off warning of this object names for the field at `path`
+        (the warning's path is the input's: when the conversion moved the field, its name must match)."""
+        warned = self.gated.get((*key[:4], 0), {})
+        if path in warned:
+            return warned[path]
+        name = path.rsplit(".", 1)[-1]
+        return tuple(gate for where, gates in warned.items() if where.rsplit(".", 1)[-1] == name for gate in gates)
+
+
+_GATES_NEEDED = re.compile(r"needs feature gate (\w+(?: and \w+)*) \(")
+
+
+def _gates_named(message: str) -> tuple[str, ...]:
+    match = _GATES_NEEDED.search(message)
+    return tuple(match.group(1).split(" and ")) if match else ()
 
 
 def keyed(relative: str, objects: list[Obj]) -> Iterator[tuple[Key, Obj]]:

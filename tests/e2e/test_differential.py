@@ -15,7 +15,7 @@ Verdicts that are not differences, each listed with its reason in `<log dir>/<te
 - kept-version: the translator keeps the object's version for that target and a finding says
   why (DeviceTaintRule), or no target writes that version (v1alpha3);
 - gate-off: the apiserver dropped a field whose feature gate is off by default in this release
-  (`extendedResourceName` before 1.36), as the translator warns;
+  (`extendedResourceName` before 1.36, request `tolerations` before 1.36), as the translator warns;
 - input-rejected: the apiserver refuses the corpus object itself (e.g. generated round-trip data);
 - not-served: neither the object's version nor a translator output of it is served here
   (classic DRA).
@@ -74,9 +74,6 @@ SOURCES = (
     Source("legacy", CORPUS / "legacy"),
     Source("device-classes", CORPUS / "legacy", ("--strategy", "extendedResource"), device_classes=True),
 )
-# Fields the apiserver drops on write while their feature gate is off (dropDisabledFields).
-GATED_FIELDS = {".spec.extendedResourceName": "DRAExtendedResource"}
-
 # Translator defects this test found: every difference whose line holds all the texts of an entry.
 KNOWN_DEFECTS: dict[tuple[str, ...], str] = {}
 
@@ -234,23 +231,24 @@ class Differential:
             detail = f"for {run.target} the translator keeps {expected.get('apiVersion')}: {'; '.join(notes)}"
             self.verdicts.append(Verdict("kept-version", source, key, version, detail))
             return
-        self.verdicts.append(self.judge(source, key, version, differences(normalise(expected), normalise(got))))
+        found = differences(normalise(expected), normalise(got))
+        self.verdicts.append(self.judge(source, key, version, found, run))
 
-    def judge(self, source: str, key: Key, version: str, found: list[str]) -> Verdict:
-        """equal, gate-off when the only differences are fields this release drops with its gate off,
-        else DIFFERENT."""
+    def judge(self, source: str, key: Key, version: str, found: list[str], run: TranslatorRun) -> Verdict:
+        """equal; gate-off when every difference is a field this release drops (dropDisabledFields)
+        because a feature gate is off here, and the translator warned that gate is off; else DIFFERENT."""
         if not found:
             return Verdict("equal", source, key, version)
-        dropped = [
-            d
-            for d in found
-            if (path := d.split(":", 1)[0]) in GATED_FIELDS
-            and d.endswith("apiserver has no such field")
-            and not self.release.feature_enabled(GATED_FIELDS[path])
-        ]
-        if len(dropped) == len(found):
-            gates = sorted({GATED_FIELDS[d.split(":", 1)[0]] for d in dropped})
-            detail = f"{' | '.join(found)} ({', '.join(gates)} off by default in {self.release})"
+        gates: set[str] = set()
+        for difference in found:
+            path = difference.split(":", 1)[0]
+            warned = run.gates_warned(key, path)
+            off_here = [gate for gate in warned if not self.release.feature_enabled(gate)]
+            if not difference.endswith("apiserver has no such field") or not off_here:
+                break
+            gates.update(off_here)
+        else:
+            detail = f"{' | '.join(found)} ({', '.join(sorted(gates))} off by default in {self.release})"
             return Verdict("gate-off", source, key, version, detail)
         return Verdict("DIFFERENT", source, key, version, " | ".join(found))
 
@@ -267,7 +265,8 @@ class Differential:
             detail = f"reading the apiserver's {version}: {problems}"
             self.verdicts.append(Verdict("DIFFERENT", source, key, label, detail))
             return
-        self.verdicts.append(self.judge(source, key, label, differences(normalise(result.object), normalise(expected))))
+        found = differences(normalise(result.object), normalise(expected))
+        self.verdicts.append(self.judge(source, key, label, found, run))
 
     def write(self, path: Path) -> str:
         counts = collections.Counter(v.outcome for v in self.verdicts)
