@@ -29,7 +29,7 @@ from dra_migrate.engine.mapping import (
     is_extended_resource,
 )
 from dra_migrate.engine.podspec import resource_entries
-from dra_migrate.engine.result import ConversionResult
+from dra_migrate.engine.result import Conversion, ConversionResult
 from dra_migrate.engine.rules import RULES, Rule, rules_table
 from dra_migrate.engine.severity import Severity
 from dra_migrate.engine.strategy import ServingClass, Strategy, serving_classes
@@ -42,6 +42,7 @@ __all__ = [
     "RULES",
     "Config",
     "ConfigError",
+    "Conversion",
     "ConversionResult",
     "DeviceMapping",
     "DeviceRequestSpec",
