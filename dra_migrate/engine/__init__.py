@@ -33,11 +33,20 @@ from dra_migrate.engine.result import Conversion, ConversionResult
 from dra_migrate.engine.rules import RULES, Rule, rules_table
 from dra_migrate.engine.severity import Severity
 from dra_migrate.engine.strategy import ServingClass, Strategy, serving_classes
-from dra_migrate.engine.templates import build_template, spec_matches, template_name
+from dra_migrate.engine.templates import (
+    MANAGED_BY_LABEL,
+    MANAGED_BY_VALUE,
+    build_template,
+    spec_key,
+    spec_matches,
+    template_name,
+)
 from dra_migrate.engine.validation import cel_problem, dns_subdomain_problem
 from dra_migrate.engine.versions import RESOURCE_GROUP, Target, TargetVersionError
 
 __all__ = [
+    "MANAGED_BY_LABEL",
+    "MANAGED_BY_VALUE",
     "RESOURCE_GROUP",
     "RULES",
     "Config",
@@ -70,6 +79,7 @@ __all__ = [
     "resource_entries",
     "rules_table",
     "serving_classes",
+    "spec_key",
     "spec_matches",
     "template_name",
     "with_emitted_classes",

@@ -5,31 +5,26 @@ A DeviceClass with `spec.extendedResourceName: nvidia.com/gpu` lets the schedule
 not wrong, but the user should know; with `extendedResourceClasses: skip` the webhook leaves
 those names to the scheduler.
 
-The list is read by a background thread per worker, every `cache_seconds`, with the API
-timeout: admission never waits for it (except briefly for the very first list of a fresh
-worker), and a failed list keeps the previous answer and never fails admission.
+The classes come from a watched copy (webhook/watchcache.py): admission never waits for
+the API (except briefly for the very first list of a fresh worker), and a broken watch keeps
+the last answer and never fails admission.
 """
 
 from __future__ import annotations
 
-import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from dra_migrate.engine import Config, leave_unconverted
-from dra_migrate.webhook.resource_api import ApiError
+from dra_migrate.webhook.watchcache import WatchCache
 
-log = logging.getLogger(__name__)
-
-MIN_REFRESH_SECONDS = 1.0
-# A failed list is retried sooner than a normal refresh, but not in a tight loop.
-RETRY_SECONDS = 10.0
 # How long the first review of a fresh worker waits for the first list; with the review's own
 # API budget (2 x apiTimeoutSeconds = 4 s by default) it stays inside the webhook's 5 s timeout.
 FIRST_LIST_WAIT_SECONDS = 0.5
 
 ClassesByResource = Mapping[str, tuple[str, ...]]
+ServedName = tuple[str, str]  # (DeviceClass name, extendedResourceName)
 
 
 def classes_by_resource(device_classes: list[dict[str, Any]]) -> dict[str, tuple[str, ...]]:
@@ -57,72 +52,58 @@ def without_resources(config: Config, served: ClassesByResource) -> Config:
 
 
 class ExtendedResourceIndex:
-    """Latest known `classes_by_resource` of the cluster, refreshed in the background."""
+    """The cluster's `classes_by_resource`, from a watched copy of its DeviceClasses.
+
+    Recomputed only when the copy changed. A fresh worker's first review waits briefly for
+    the first list; without one (no copy, the API unreachable) no name is served.
+    """
 
     def __init__(
-        self,
-        list_device_classes: Callable[[float], list[dict[str, Any]]] | None,
-        *,
-        refresh_seconds: float,
-        timeout: float,
-        on_api_error: Callable[[str, str], None] = lambda operation, reason: None,
-        first_wait: float = FIRST_LIST_WAIT_SECONDS,
+        self, cache: WatchCache[ServedName | None] | None, *, first_wait: float = FIRST_LIST_WAIT_SECONDS
     ) -> None:
-        self._list = list_device_classes
-        self._refresh = max(refresh_seconds, MIN_REFRESH_SECONDS)
-        self._timeout = timeout
-        self._on_api_error = on_api_error
-        self._first_wait = min(first_wait, timeout)
-        self._current: dict[str, tuple[str, ...]] = {}
-        self._first_done = threading.Event()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._start_lock = threading.Lock()
-        self._last_error: str | None = None
-
-    def start(self) -> None:
-        """Start the refresher in this process (call after fork); idempotent."""
-        if self._list is None:
-            self._first_done.set()
-            return
-        with self._start_lock:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="deviceclass-refresh", daemon=True)
-                self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
+        self._cache = cache
+        self._first_wait = first_wait
+        self._waited = False
+        self._lock = threading.Lock()
+        self._generation = -1
+        self._by_resource: dict[str, tuple[str, ...]] = {}
+        self._by_class: dict[str, str] = {}
 
     def current(self) -> ClassesByResource:
-        if not self._first_done.is_set():
-            self.start()
-            self._first_done.wait(self._first_wait)
-        return self._current
+        """extendedResourceName -> DeviceClasses that serve it."""
+        self._refresh()
+        return self._by_resource
 
-    def refresh_once(self) -> None:
-        """List now; on ApiError keep the previous answer (and re-raise)."""
-        assert self._list is not None
-        try:
-            self._current = classes_by_resource(self._list(self._timeout))
-            self._last_error = None
-        except ApiError as exc:
-            self._on_api_error(exc.operation, exc.reason)
-            if exc.detail != self._last_error:
-                log.warning("cannot list DeviceClasses (keeping the previous list): %s", exc.detail)
-            self._last_error = exc.detail
-            raise
-        finally:
-            # Reviews waiting for the first answer go on, with the list or without it.
-            self._first_done.set()
+    def extended_names(self) -> Mapping[str, str]:
+        """DeviceClass -> the extendedResourceName it serves."""
+        self._refresh()
+        return self._by_class
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.refresh_once()
-                wait = self._refresh
-            except ApiError:
-                wait = min(self._refresh, RETRY_SECONDS)
-            except Exception:
-                log.exception("unexpected error while listing DeviceClasses")
-                wait = min(self._refresh, RETRY_SECONDS)
-            self._stop.wait(wait)
+    def _refresh(self) -> None:
+        cache = self._cache
+        if cache is None:
+            return
+        if not self._waited:
+            cache.wait_synced(self._first_wait)
+            self._waited = True
+        if cache.generation == self._generation:
+            return
+        with self._lock:
+            generation = cache.generation
+            self._by_class = dict(item for item in cache.items() if item is not None)
+            found: dict[str, list[str]] = {}
+            for name, resource in self._by_class.items():
+                found.setdefault(resource, []).append(name)
+            self._by_resource = {resource: tuple(sorted(names)) for resource, names in found.items()}
+            self._generation = generation
+
+
+def served_name(obj: Mapping[str, Any]) -> ServedName | None:
+    """What the watched copy keeps of a DeviceClass: (name, extendedResourceName), or None without one."""
+    spec = obj.get("spec")
+    metadata = obj.get("metadata")
+    resource = spec.get("extendedResourceName") if isinstance(spec, Mapping) else None
+    name = metadata.get("name") if isinstance(metadata, Mapping) else None
+    if isinstance(resource, str) and resource and isinstance(name, str):
+        return name, resource
+    return None
