@@ -1,22 +1,28 @@
 """DeviceClasses that already serve a device-plugin resource name through DRA (KEP-5004).
 
 A DeviceClass with `spec.extendedResourceName: nvidia.com/gpu` lets the scheduler satisfy
-`nvidia.com/gpu: 2` from DRA without any pod change. Converting such a resource as well is
-not wrong, but the user should know; with `extendedResourceClasses: skip` the webhook leaves
-those names to the scheduler.
+`nvidia.com/gpu: 2` from DRA without any pod change, where the release has DRAExtendedResource
+on. The webhook hands these classes to the engine, whose migration strategy (`strategy:`
+auto | claims | extendedResource) then decides per pod what to rewrite, exactly as the
+translator does with the classes it knows. The quota check uses them too: with the gate on,
+claims of such a class are also charged to `requests.<name>` (webhook/quota.py).
 
 The classes come from a watched copy (webhook/watchcache.py): admission never waits for
 the API (except briefly for the very first list of a fresh worker), and a broken watch keeps
 the last answer and never fails admission.
+
+Deprecated: `webhook.extendedResourceClasses: skip` still leaves every name a class serves
+to the scheduler, whatever the strategy and release; `warn` no longer does anything (the
+engine's migration-path finding says which path a name took and why).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from dra_migrate.engine import Config, leave_unconverted
+from dra_migrate.engine import Config, ServingClass, leave_unconverted, serving_classes
 from dra_migrate.webhook.watchcache import WatchCache
 
 # How long the first review of a fresh worker waits for the first list; with the review's own
@@ -24,19 +30,23 @@ from dra_migrate.webhook.watchcache import WatchCache
 FIRST_LIST_WAIT_SECONDS = 0.5
 
 ClassesByResource = Mapping[str, tuple[str, ...]]
-ServedName = tuple[str, str]  # (DeviceClass name, extendedResourceName)
+ServingRecord = dict[str, Any]  # a DeviceClass trimmed to what serving_classes() reads
 
 
-def classes_by_resource(device_classes: list[dict[str, Any]]) -> dict[str, tuple[str, ...]]:
-    """extendedResourceName -> names of the DeviceClasses that set it (sorted)."""
-    found: dict[str, list[str]] = {}
-    for device_class in device_classes:
-        spec = device_class.get("spec")
-        resource = spec.get("extendedResourceName") if isinstance(spec, dict) else None
-        name = (device_class.get("metadata") or {}).get("name")
-        if isinstance(resource, str) and resource and isinstance(name, str):
-            found.setdefault(resource, []).append(name)
-    return {resource: tuple(sorted(names)) for resource, names in found.items()}
+def serving_record(obj: Mapping[str, Any]) -> ServingRecord | None:
+    """What the watched copy keeps of a DeviceClass: only classes with an extendedResourceName,
+    trimmed to name, creation time, the name served, selectors and config."""
+    spec = obj.get("spec")
+    metadata = obj.get("metadata")
+    if not isinstance(spec, Mapping) or not isinstance(metadata, Mapping):
+        return None
+    resource = spec.get("extendedResourceName")
+    if not isinstance(resource, str) or not resource:
+        return None
+    return {
+        "metadata": {"name": metadata.get("name"), "creationTimestamp": metadata.get("creationTimestamp")},
+        "spec": {k: spec[k] for k in ("extendedResourceName", "selectors", "config") if k in spec},
+    }
 
 
 def skip_reason(resource: str, classes: tuple[str, ...]) -> str:
@@ -52,25 +62,40 @@ def without_resources(config: Config, served: ClassesByResource) -> Config:
 
 
 class ExtendedResourceIndex:
-    """The cluster's `classes_by_resource`, from a watched copy of its DeviceClasses.
+    """The cluster's classes that serve extended resource names, from a watched copy.
 
     Recomputed only when the copy changed. A fresh worker's first review waits briefly for
     the first list; without one (no copy, the API unreachable) no name is served.
     """
 
     def __init__(
-        self, cache: WatchCache[ServedName | None] | None, *, first_wait: float = FIRST_LIST_WAIT_SECONDS
+        self,
+        cache: Callable[[], WatchCache[ServingRecord | None] | None],
+        *,
+        first_wait: float = FIRST_LIST_WAIT_SECONDS,
     ) -> None:
         self._cache = cache
         self._first_wait = first_wait
         self._waited = False
         self._lock = threading.Lock()
-        self._generation = -1
+        self._generation: tuple[int, int] = (-1, -1)
+        self._serving: dict[str, ServingClass] = {}
         self._by_resource: dict[str, tuple[str, ...]] = {}
         self._by_class: dict[str, str] = {}
 
+    @property
+    def generation(self) -> tuple[int, int]:
+        """Changes whenever the answers below change."""
+        self._refresh()
+        return self._generation
+
+    def serving(self) -> Mapping[str, ServingClass]:
+        """extendedResourceName -> the DeviceClass the scheduler uses for it (the newest, then by name)."""
+        self._refresh()
+        return self._serving
+
     def current(self) -> ClassesByResource:
-        """extendedResourceName -> DeviceClasses that serve it."""
+        """extendedResourceName -> every DeviceClass that names it."""
         self._refresh()
         return self._by_resource
 
@@ -80,30 +105,21 @@ class ExtendedResourceIndex:
         return self._by_class
 
     def _refresh(self) -> None:
-        cache = self._cache
+        cache = self._cache()
         if cache is None:
             return
         if not self._waited:
             cache.wait_synced(self._first_wait)
             self._waited = True
-        if cache.generation == self._generation:
+        generation = (id(cache), cache.generation)
+        if generation == self._generation:
             return
         with self._lock:
-            generation = cache.generation
-            self._by_class = dict(item for item in cache.items() if item is not None)
-            found: dict[str, list[str]] = {}
-            for name, resource in self._by_class.items():
-                found.setdefault(resource, []).append(name)
-            self._by_resource = {resource: tuple(sorted(names)) for resource, names in found.items()}
+            records = [item for item in cache.items() if item is not None]
+            ordered = serving_classes(records)
+            self._serving = {resource: classes[0] for resource, classes in ordered.items()}
+            self._by_resource = {
+                resource: tuple(sorted(c.name for c in classes)) for resource, classes in ordered.items()
+            }
+            self._by_class = {c.name: resource for resource, classes in ordered.items() for c in classes}
             self._generation = generation
-
-
-def served_name(obj: Mapping[str, Any]) -> ServedName | None:
-    """What the watched copy keeps of a DeviceClass: (name, extendedResourceName), or None without one."""
-    spec = obj.get("spec")
-    metadata = obj.get("metadata")
-    resource = spec.get("extendedResourceName") if isinstance(spec, Mapping) else None
-    name = metadata.get("name") if isinstance(metadata, Mapping) else None
-    if isinstance(resource, str) and resource and isinstance(name, str):
-        return name, resource
-    return None

@@ -37,7 +37,8 @@ WEBHOOK_SCHEMA: dict[str, Any] = {
     "properties": {
         "mode": {"enum": [m.value for m in Mode]},
         "apiUnavailable": {"enum": ["deny", "admit"]},
-        "extendedResourceClasses": {"enum": ["warn", "skip"]},
+        # Deprecated: the top-level `strategy` decides with the cluster's DeviceClasses (webhook/extended.py).
+        "extendedResourceClasses": {"enum": ["warn", "skip"], "deprecated": True},
         "quotaGap": {"enum": [q.value for q in QuotaGap]},
         "excludedNamespaces": {
             "type": "array",
@@ -75,5 +76,5 @@ def parse_webhook_policy(section: Mapping[str, Any] | None) -> WebhookPolicy:
         excluded_namespaces=tuple(hook.get("excludedNamespaces", DEFAULT_EXCLUDED_NAMESPACES)),
         max_templates_per_namespace=int(hook.get("maxTemplatesPerNamespace", DEFAULT_MAX_TEMPLATES_PER_NAMESPACE)),
         api_timeout_seconds=float(hook.get("apiTimeoutSeconds", 2.0)),
-        deprecated=tuple(key for key in ("cacheSeconds",) if key in hook),
+        deprecated=tuple(key for key in ("cacheSeconds", "extendedResourceClasses") if key in hook),
     )

@@ -11,9 +11,10 @@ Order of the checks and why:
 3. Namespace selection (webhook/namespaces.py), done by the server as well as by the
    configuration's selectors, because a direct POST to /mutate bypasses the selectors:
    a namespace the configuration does not select is left alone, and nothing is created there.
-4. Conversion by the engine, with names a DeviceClass already serves through
-   extendedResourceName either warned about or left out (policy `extendedResourceClasses`).
-   The engine's result lists what it converted; the pod is not walked again.
+4. Conversion by the engine, for the cluster's release (its version, unless the configuration
+   sets targetVersion) and with the cluster's DeviceClasses that serve extended resource names:
+   the migration strategy (`strategy:`) takes the same decision as the translator would for that
+   cluster. The engine's result lists what it converted; the pod is not walked again.
 5. ResourceQuotas the converted pod would escape (webhook/quota.py): `quotaGap` denies
    (the default), warns, or converts anyway.
 6. The mode's handler (webhook/modes.py): `enforce` creates templates and patches, `audit`
@@ -26,16 +27,17 @@ denial with code 500.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from dra_migrate.engine import Config, ConversionResult, convert
+from dra_migrate.engine import Config, ConversionResult, convert, with_served_classes
 from dra_migrate.webhook import messages
 from dra_migrate.webhook.budget import Budget
 from dra_migrate.webhook.cluster import ClusterCaches
 from dra_migrate.webhook.envelope import AdmissionRequest
-from dra_migrate.webhook.extended import ClassesByResource, ExtendedResourceIndex, without_resources
+from dra_migrate.webhook.extended import ExtendedResourceIndex, without_resources
 from dra_migrate.webhook.failures import api_failure
 from dra_migrate.webhook.modes import ConvertedPod, handlers
 from dra_migrate.webhook.namespaces import NamespaceSelection
@@ -65,19 +67,20 @@ class Reviewer:
         self._policy = policy = policy or WebhookPolicy()
         caches = caches or ClusterCaches()
         self._namespaces = NamespaceSelection(policy.excluded_namespaces, api, caches.namespaces)
+        self._caches = caches
         self._quotas = QuotaLookup(api, caches.quotas)
-        self._extended = ExtendedResourceIndex(caches.device_classes)
+        self._extended = ExtendedResourceIndex(lambda: caches.device_classes)
         templates = TemplateEnsurer(
             api,
-            caches.templates,
+            lambda: caches.templates,
             max_per_namespace=policy.max_templates_per_namespace,
             on_created=on_created,
             on_api_error=on_api_error,
         )
         self._handle = handlers(templates, policy)[policy.mode]
         self._on_api_error = on_api_error
-        # Configs with some names left to the scheduler, reused so their lookup caches stay warm.
-        self._skip_configs: dict[frozenset[tuple[str, tuple[str, ...]]], Config] = {}
+        # The config for the cluster as last seen (release, serving classes), rebuilt when that changes.
+        self._derived: tuple[object, Config] = ((), config)
 
     @property
     def mode(self) -> str:
@@ -118,18 +121,14 @@ class Reviewer:
         if skip is not None:
             return allowed(Outcome.NOT_SELECTED, annotations={"reason": skip})
 
-        config, served = self._effective_config()
+        config = self._effective_config()
         result = convert(pod, config)
         if not result.changed or result.object is None:
             return self._unchanged(result)
-        notes = [_served_note(name, served[name]) for name in result.converted_resources if name in served]
+        notes: list[str] = []
         try:
-            gaps = quota_gaps(
-                result.conversions,
-                self._quotas.quotas(request.namespace, budget),
-                config.target,
-                self._extended.extended_names(),
-            )
+            quotas = self._quotas.quotas(request.namespace, budget) if result.conversions else []
+            gaps = quota_gaps(result.conversions, quotas, config.target, self._extended.extended_names())
         except ApiError as exc:
             return self._failed(
                 exc, pod, request.namespace, f"list the ResourceQuotas of namespace {request.namespace}"
@@ -147,22 +146,17 @@ class Reviewer:
                 notes += [f"webhook.quotaGap {self._policy.quota_gap}: {text}" for text in described]
         return self._handle(ConvertedPod(request, pod, result, tuple(notes), budget))
 
-    def _effective_config(self) -> tuple[Config, ClassesByResource]:
-        """The config to convert with, and the names DeviceClasses serve (to warn about) under `warn`."""
-        served = self._extended.current()
-        if not served:
-            return self._config, {}
-        if self._policy.extended_resource_classes == "skip":
-            return self._skip_config(served), {}
-        return self._config, served
-
-    def _skip_config(self, served: ClassesByResource) -> Config:
-        key = frozenset(served.items())
-        config = self._skip_configs.get(key)
-        if config is None:
-            if len(self._skip_configs) > 64:  # the cluster's classes changed many times: start over
-                self._skip_configs.clear()
-            config = self._skip_configs[key] = without_resources(self._config, served)
+    def _effective_config(self) -> Config:
+        """The configuration for the cluster as it is now: its release, and the DeviceClasses that
+        serve extended resource names (the engine's strategy decides with them)."""
+        target = self._caches.target or self._config.target
+        key = (target, self._extended.generation)
+        if self._derived[0] == key:
+            return self._derived[1]
+        config = with_served_classes(dataclasses.replace(self._config, target=target), self._extended.serving())
+        if self._policy.extended_resource_classes == "skip":  # deprecated: every served name, always
+            config = without_resources(config, self._extended.current())
+        self._derived = (key, config)
         return config
 
     def _unchanged(self, result: ConversionResult) -> Decision:
@@ -179,10 +173,3 @@ class Reviewer:
             warning = messages.one_line(f"{messages.PREFIX} warning (audit mode): {text}", messages.MAX_WARNING_CHARS)
             return allowed(Outcome.UNCHANGED, warnings=(warning,), annotations={"problems": text})
         return api_failure(exc, self._policy, pod, namespace, what)
-
-
-def _served_note(name: str, classes: tuple[str, ...]) -> str:
-    return (
-        f"{name} is also served by DeviceClass {', '.join(classes)} through spec.extendedResourceName "
-        "(KEP-5004); converted to a claim anyway (webhook.extendedResourceClasses: warn)"
-    )

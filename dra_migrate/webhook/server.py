@@ -43,7 +43,7 @@ from dra_migrate.certs.reload import GunicornSSLContextHook, gunicorn_ssl_contex
 from dra_migrate.configfile import Settings
 from dra_migrate.webhook import metrics
 from dra_migrate.webhook.app import create_app
-from dra_migrate.webhook.cluster import watch_cluster
+from dra_migrate.webhook.cluster import ClusterWatch
 from dra_migrate.webhook.kube_client import KubeResourceApi
 from dra_migrate.webhook.review import Reviewer
 from dra_migrate.webhook.worker import deferred_handshake_setting
@@ -112,10 +112,13 @@ def build_app(
     """The WSGI app of one worker process, wired to the real Kubernetes API."""
     config, policy = settings.config, settings.webhook
     api = KubeResourceApi(kube)
-    caches = watch_cluster(
-        api, config.target.dra_version, timeout=policy.api_timeout_seconds, on_api_error=metrics.api_error
-    )
-    caches.start()
+    caches = ClusterWatch(
+        api,
+        config.target,
+        detect_target=not settings.target_given,
+        timeout=policy.api_timeout_seconds,
+        on_api_error=metrics.api_error,
+    ).start()
     reviewer = Reviewer(
         config, api, policy=policy, caches=caches, on_created=metrics.template_created, on_api_error=metrics.api_error
     )

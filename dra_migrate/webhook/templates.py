@@ -109,7 +109,7 @@ class TemplateEnsurer:
     def __init__(
         self,
         api: ResourceApi,
-        cache: WatchCache[TemplateRecord] | None = None,
+        cache: Callable[[], WatchCache[TemplateRecord] | None] = lambda: None,
         *,
         max_per_namespace: int = 64,
         on_created: Callable[[], None] = lambda: None,
@@ -138,8 +138,10 @@ class TemplateEnsurer:
                 raise
         return created
 
-    def _current(self) -> WatchCache[TemplateRecord] | None:
-        return self._cache if self._cache is not None and self._cache.synced else None
+    def _current(self, resource: ApiResource) -> WatchCache[TemplateRecord] | None:
+        """The watched copy, when it is current and of the version asked for."""
+        cache = self._cache()
+        return cache if cache is not None and cache.synced and cache.resource == resource else None
 
     def _ensure_one(self, template: dict[str, Any], create: bool, budget: Budget) -> bool:
         namespace = template["metadata"]["namespace"]
@@ -149,7 +151,7 @@ class TemplateEnsurer:
         if key in self._conflicts:
             raise TemplateConflictError(namespace, name)
         resource = claim_templates(_version(template))
-        cache = self._current()
+        cache = self._current(resource)
         if cache is not None:
             record = cache.get(namespace, name)
             if record is not None:
@@ -171,8 +173,8 @@ class TemplateEnsurer:
                     "get_resourceclaimtemplates", "vanished", f"{namespace}/{name} was deleted while being created"
                 ) from None
             return self._compare(spec_key(existing), wanted, namespace, name, remember=True)
-        if self._cache is not None:
-            self._cache.observe(stored)  # counted and known at once, before the watch event
+        if cache is not None:
+            cache.observe(stored)  # counted and known at once, before the watch event
         self._on_created()
         return True
 
@@ -184,7 +186,7 @@ class TemplateEnsurer:
         return False
 
     def _check_limit(self, resource: ApiResource, namespace: str, budget: Budget) -> None:
-        cache = self._current()
+        cache = self._current(resource)
         if cache is not None:
             count = sum(1 for record in cache.items(namespace) if record.managed)
         else:

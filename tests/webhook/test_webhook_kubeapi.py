@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fakekube import FakeKubeServer, write_kubeconfig
 from webhook_support import (
     StartServer,
@@ -153,20 +154,45 @@ def test_api_error_status_follows_policy(
     assert "HTTP 500" in response["warnings"][0]
 
 
-def test_extended_resource_class_warns(start_server: StartServer, fake_kube: FakeKubeServer, kubeconfig: Path) -> None:
+SERVED = "DeviceClass 'gpu.nvidia.com' maps"
+
+
+def _paths(response: dict[str, Any]) -> list[str]:
+    return [w for w in response["warnings"] if "nvidia.com/gpu ->" in w]
+
+
+@pytest.mark.parametrize(
+    ("version", "config", "converted", "why"),
+    [
+        # The cluster's release decides: DRAExtendedResource is on by default from 1.36 (the release table).
+        ("v1.36.1", {}, False, "nvidia.com/gpu -> extended-resource: " + SERVED),
+        ("v1.34.4", {}, True, "DRAExtendedResource is off by default in Kubernetes 1.34"),
+        ("v1.35.2-eks-4a3d6d8", {}, True, "DRAExtendedResource is off by default in Kubernetes 1.35"),
+        # targetVersion in the configuration wins over the cluster's version; strategy `claims` always rewrites.
+        ("v1.36.1", {"targetVersion": "1.35"}, True, "off by default in Kubernetes 1.35"),
+        ("v1.36.1", {"strategy": "claims"}, True, "nvidia.com/gpu -> claim: strategy claims"),
+    ],
+)
+def test_strategy_follows_the_clusters_release_and_device_classes(
+    start_server: StartServer,
+    fake_kube: FakeKubeServer,
+    kubeconfig: Path,
+    version: str,
+    config: dict[str, Any],
+    converted: bool,
+    why: str,
+) -> None:
+    fake_kube.fake.version = version
     fake_kube.fake.add_device_class("gpu.nvidia.com", extended_resource_name="nvidia.com/gpu")
-    fake_kube.fake.add_device_class("gpu.amd.com")
-    server = start_server(kubeconfig=kubeconfig)
+    server = start_server(kubeconfig=kubeconfig, config=config, workers=1)
+    watching(fake_kube.fake, "deviceclasses")
     pod = gpu_pod()
     response = server.review(make_review(pod))
-    assert patched(pod, response) == convert(pod, default_config()).object
-    warning = [w for w in response["warnings"] if "extendedResourceName" in w]
-    assert len(warning) == 1
-    assert "DeviceClass gpu.nvidia.com" in warning[0] and "converted to a claim anyway" in warning[0]
-    assert "gpu.nvidia.com" in response["auditAnnotations"]["problems"]
-    # A pod without that resource gets no such warning.
+    assert ("patch" in response) is converted
+    assert any(why in w for w in _paths(response)), response["warnings"]
+    # A pod without that resource is converted whatever the release: no class serves it.
     amd = server.review(make_review(gpu_pod(resource="amd.com/gpu")))
-    assert not [w for w in amd["warnings"] if "extendedResourceName" in w]
+    assert decoded_patch(amd)
 
 
 def test_extended_resource_class_skip(start_server: StartServer, fake_kube: FakeKubeServer, kubeconfig: Path) -> None:
@@ -185,26 +211,42 @@ def test_extended_resource_class_skip(start_server: StartServer, fake_kube: Fake
     assert "patch" not in only and any("left to the scheduler" in w for w in only["warnings"])
 
 
+def test_release_read_once_the_api_answers(
+    start_server: StartServer, fake_kube: FakeKubeServer, kubeconfig: Path
+) -> None:
+    """Until GET /version answers, the configured target applies; then the cluster's release does."""
+    fake_kube.fake.version = "v1.36.0"
+    fake_kube.fake.add_device_class("gpu.nvidia.com", extended_resource_name="nvidia.com/gpu")
+    fake_kube.fake.fail_status = 503
+    server = start_server(kubeconfig=kubeconfig, workers=1)
+    wait_until(lambda: fake_kube.fake.calls_to("GET", "/version") >= 1, what="the first read of /version")
+    fake_kube.fake.fail_status = None
+    wait_until(lambda: "patch" not in server.review(make_review(gpu_pod())), what="the 1.36 decision")
+
+
 def test_extended_resource_classes_follow_the_watch(
     start_server: StartServer, fake_kube: FakeKubeServer, kubeconfig: Path
 ) -> None:
+    fake_kube.fake.version = "v1.36.0"
     server = start_server(kubeconfig=kubeconfig, workers=1)
-    assert not [w for w in server.review(make_review(gpu_pod()))["warnings"] if "extendedResourceName" in w]
+    watching(fake_kube.fake, "deviceclasses")
+    assert decoded_patch(server.review(make_review(gpu_pod())))
     fake_kube.fake.add_device_class("gpu.nvidia.com", extended_resource_name="nvidia.com/gpu")
 
-    def warned() -> bool:
-        return any("extendedResourceName" in w for w in server.review(make_review(gpu_pod()))["warnings"])
+    def left_to_the_scheduler() -> bool:
+        return "patch" not in server.review(make_review(gpu_pod()))
 
-    wait_until(warned, timeout=5, what="the DeviceClass watch")
+    wait_until(left_to_the_scheduler, timeout=5, what="the DeviceClass watch")
     fake_kube.fake.delete("deviceclasses", "", "gpu.nvidia.com")
-    wait_until(lambda: not warned(), timeout=5, what="the DeviceClass deletion")
+    wait_until(lambda: not left_to_the_scheduler(), timeout=5, what="the DeviceClass deletion")
 
 
 def test_deviceclass_list_failure_does_not_fail_admission(
     start_server: StartServer, fake_kube: FakeKubeServer, kubeconfig: Path
 ) -> None:
     fake_kube.fake.fail_status = 503
-    server = start_server(kubeconfig=kubeconfig, workers=1)
+    # With targetVersion given the copies start at once (no need to read the cluster's version first).
+    server = start_server(kubeconfig=kubeconfig, workers=1, config={"targetVersion": "1.34"})
     wait_until(lambda: fake_kube.fake.calls_to("GET", "/deviceclasses") >= 1, what="the DeviceClass list")
     fake_kube.fake.fail_status = None
     response = server.review(make_review(gpu_pod()))

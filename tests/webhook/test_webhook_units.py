@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from dra_migrate.engine import (
     DeviceRequestSpec,
     Finding,
     Severity,
+    Target,
     Unconvertible,
     convert,
     default_config,
@@ -22,13 +24,14 @@ from dra_migrate.engine import (
 )
 from dra_migrate.webhook import messages, review
 from dra_migrate.webhook.budget import Budget
-from dra_migrate.webhook.cluster import ClusterCaches, watch_cluster
+from dra_migrate.webhook.cluster import ClusterCaches, ClusterWatch, target_from_version
 from dra_migrate.webhook.envelope import AdmissionResponse, InvalidReviewError, parse_review, render_review
-from dra_migrate.webhook.extended import ExtendedResourceIndex, classes_by_resource, without_resources
+from dra_migrate.webhook.extended import ExtendedResourceIndex, serving_record, without_resources
 from dra_migrate.webhook.resource_api import ApiError
 from dra_migrate.webhook.responses import Outcome
 from dra_migrate.webhook.review import Reviewer
-from dra_migrate.webhook.templates import TemplateConflictError, TemplateEnsurer, TemplateLimitError
+from dra_migrate.webhook.templates import TemplateConflictError, TemplateEnsurer, TemplateLimitError, TemplateRecord
+from dra_migrate.webhook.watchcache import WatchCache
 
 
 class Clock:
@@ -115,8 +118,7 @@ def _budget() -> Budget:
 
 def _synced(fake: FakeKube) -> ClusterCaches:
     """The server's watched copies, on the in-memory fake, current."""
-    caches = watch_cluster(fake, "v1", timeout=1.0)
-    caches.start()
+    caches = ClusterWatch(fake, Target.parse("1.34"), detect_target=False, timeout=1.0).start()
     for cache in (caches.templates, caches.namespaces, caches.quotas, caches.device_classes):
         assert cache is not None and cache.wait_synced(5)
     return caches
@@ -139,7 +141,7 @@ def test_ensurer_with_a_current_copy_makes_no_call() -> None:
     caches = _synced(fake)
     try:
         before = len(fake.calls)
-        ensurer = TemplateEnsurer(fake, caches.templates)
+        ensurer = TemplateEnsurer(fake, lambda: caches.templates)
         for _ in range(100):
             assert ensurer.ensure([_template()], create=True, budget=_budget()) == []
         assert len(fake.calls) == before
@@ -153,7 +155,7 @@ def test_deleted_or_replaced_template_is_never_trusted() -> None:
     fake = FakeKube()
     caches = _synced(fake)
     try:
-        ensurer = TemplateEnsurer(fake, caches.templates)
+        ensurer = TemplateEnsurer(fake, lambda: caches.templates)
         name = _template()["metadata"]["name"]
         assert ensurer.ensure([_template()], create=True, budget=_budget()) == [name]
         assert caches.templates is not None
@@ -199,11 +201,15 @@ def test_conflicts_found_without_a_copy_are_remembered_briefly() -> None:
     assert fake.calls_to("GET") == 2
 
 
+def _templates_of(caches: ClusterCaches) -> Callable[[], WatchCache[TemplateRecord] | None]:
+    return lambda: caches.templates
+
+
 def test_templates_per_namespace_are_bounded() -> None:
     fake = FakeKube()
     for synced in (False, True):
         caches = _synced(fake) if synced else ClusterCaches()
-        ensurer = TemplateEnsurer(fake, caches.templates, max_per_namespace=3)
+        ensurer = TemplateEnsurer(fake, _templates_of(caches), max_per_namespace=3)
         namespace = f"bounded-{synced}"
         for count in (1, 2, 3):
             ensurer.ensure([_template(namespace, count)], create=True, budget=_budget())
@@ -241,14 +247,31 @@ def test_templates_are_created_in_the_target_version(target: str, version: str) 
 # --- DeviceClasses with extendedResourceName ---
 
 
-def test_classes_by_resource() -> None:
-    classes = [
-        {"metadata": {"name": "b.example.com"}, "spec": {"extendedResourceName": "nvidia.com/gpu"}},
-        {"metadata": {"name": "a.example.com"}, "spec": {"extendedResourceName": "nvidia.com/gpu"}},
-        {"metadata": {"name": "plain"}, "spec": {}},
-        {"metadata": {}, "spec": {"extendedResourceName": "x/y"}},
-    ]
-    assert classes_by_resource(classes) == {"nvidia.com/gpu": ("a.example.com", "b.example.com")}
+def test_only_classes_that_serve_a_name_are_kept() -> None:
+    served = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": "g", "uid": "u", "creationTimestamp": "2026-01-01T00:00:00Z", "labels": {"a": "b"}},
+        "spec": {"extendedResourceName": "nvidia.com/gpu", "selectors": [{"cel": {"expression": "true"}}]},
+    }
+    assert serving_record(served) == {
+        "metadata": {"name": "g", "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {"extendedResourceName": "nvidia.com/gpu", "selectors": [{"cel": {"expression": "true"}}]},
+    }
+    assert serving_record({"metadata": {"name": "plain"}, "spec": {}}) is None
+    assert serving_record({"metadata": {"name": "odd"}, "spec": []}) is None
+
+
+@pytest.mark.parametrize(
+    ("answer", "release"),
+    [
+        ({"major": "1", "minor": "34", "gitVersion": "v1.34.4"}, "1.34"),
+        ({"major": "1", "minor": "35+", "gitVersion": "v1.35.2-eks-4a3d6d8"}, "1.35"),
+        ({"gitVersion": "v1.37.2-gke.100"}, "1.37"),
+    ],
+)
+def test_target_from_the_servers_version(answer: dict[str, str], release: str) -> None:
+    assert target_from_version(answer) == Target.parse(release)
 
 
 def test_without_resources_carves_names_out_of_patterns() -> None:
@@ -265,14 +288,14 @@ def test_index_follows_the_watched_classes() -> None:
     fake.add_device_class("plain")
     caches = _synced(fake)
     try:
-        index = ExtendedResourceIndex(caches.device_classes)
+        index = ExtendedResourceIndex(lambda: caches.device_classes)
         assert index.current() == {"nvidia.com/gpu": ("g",)} and index.extended_names() == {"g": "nvidia.com/gpu"}
         fake.add_device_class("h", extended_resource_name="nvidia.com/gpu")
         _wait(lambda: index.current() == {"nvidia.com/gpu": ("g", "h")})
     finally:
         caches.stop()
         fake.close()
-    assert ExtendedResourceIndex(None).current() == {}
+    assert ExtendedResourceIndex(lambda: None).current() == {}
 
 
 # --- review edge cases ---
