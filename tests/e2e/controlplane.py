@@ -32,12 +32,10 @@ from dra_migrate.engine import RESOURCE_GROUP, Target
 from .binaries import Release
 from .pki import Pki, create_pki
 
-# deployment/replicaset controllers let scenarios use Deployments, the resourcequota
-# controller computes quota usage (the quota admission plugin needs it); node-lifecycle
+# deployment/replicaset controllers let scenarios use Deployments; node-lifecycle
 # stays off because with no kubelet it would mark every fake node NotReady.
 CONTROLLERS = (
     "resourceclaim-controller",
-    "resourcequota-controller",
     "garbage-collector-controller",
     "namespace-controller",
     "deployment-controller",
