@@ -211,6 +211,8 @@ class KubeResourceApi:
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise _no_answer(operation, exc) from None
         finally:
+            # A watch left early still has unread data: close it rather than pool it for reuse.
+            raw.close()
             raw.release_conn()
 
     def server_version(self, timeout: float) -> dict[str, Any]:
