@@ -4,7 +4,8 @@ The MutatingWebhookConfiguration's namespaceSelector keeps kube-system, the webh
 namespace and namespaces labelled `dra-migrate.io/skip: "true"` away from the webhook, but a
 client that POSTs to /mutate directly bypasses it. So the server applies the same selection
 before anything is created: the namespaces named in `webhook.excludedNamespaces` (the deploy
-test keeps them equal to the selector's), and the namespace label, read from a watched copy
+test keeps them equal to the selector's) plus its own (webhook/server.py adds it), and the
+namespace label, read from a watched copy
 of the cluster's namespaces (their labels only), or from the API when the copy does not
 have the namespace yet.
 """
@@ -12,6 +13,7 @@ have the namespace yet.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from dra_migrate.webhook.budget import Budget
@@ -20,6 +22,15 @@ from dra_migrate.webhook.resource_api import NAMESPACES, ApiError, ResourceApi
 from dra_migrate.webhook.watchcache import WatchCache
 
 Labels = Mapping[str, str]
+SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+def own_namespace(path: Path = SERVICE_ACCOUNT_NAMESPACE) -> str | None:
+    """The namespace this server runs in (its service account's), or None outside a cluster."""
+    try:
+        return path.read_text(encoding="utf-8").strip() or None
+    except OSError:
+        return None
 
 
 def namespace_labels(obj: Mapping[str, Any]) -> Labels:

@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-# The MutatingWebhookConfiguration's namespaceSelector excludes the same names (tests/deploy checks it).
-DEFAULT_EXCLUDED_NAMESPACES = ("kube-system", "dra-migrate")
+# The server adds the namespace it runs in (webhook/server.py), as the MutatingWebhookConfiguration's
+# namespaceSelector excludes it too.
+DEFAULT_EXCLUDED_NAMESPACES = ("kube-system",)
 DEFAULT_MAX_TEMPLATES_PER_NAMESPACE = 64
 
 

@@ -28,6 +28,7 @@ Worker model: gunicorn with gevent (webhook/worker.py), 2 processes by default.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import ssl
 from collections.abc import Callable
@@ -45,6 +46,7 @@ from dra_migrate.webhook import metrics
 from dra_migrate.webhook.app import create_app
 from dra_migrate.webhook.cluster import ClusterWatch
 from dra_migrate.webhook.kube_client import KubeResourceApi
+from dra_migrate.webhook.namespaces import own_namespace
 from dra_migrate.webhook.review import Reviewer
 from dra_migrate.webhook.worker import deferred_handshake_setting
 
@@ -111,6 +113,9 @@ def build_app(
 ) -> Flask:
     """The WSGI app of one worker process, wired to the real Kubernetes API."""
     config, policy = settings.config, settings.webhook
+    own = own_namespace()
+    if own and own not in policy.excluded_namespaces:  # never convert (or gate) the webhook's own pods
+        policy = dataclasses.replace(policy, excluded_namespaces=(*policy.excluded_namespaces, own))
     api = KubeResourceApi(kube)
     caches = ClusterWatch(
         api,

@@ -507,7 +507,8 @@ def test_network_policy_opens_only_the_webhook_port(builds: dict[str, list[Obj]]
     assert policy["policyTypes"] == ["Ingress"]
     [container] = pod["spec"]["containers"]
     [port] = [p for p in container["ports"] if p["name"] == "https"]
-    assert policy["ingress"] == [{"ports": [{"protocol": "TCP", "port": port["containerPort"]}]}]
+    assert port["containerPort"] == SERVER_PORT
+    assert policy["ingress"] == [{"ports": [{"protocol": "TCP", "port": "https"}]}]
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

@@ -19,12 +19,14 @@ from typing import Any
 
 import pytest
 import requests
+import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from fakekube import FakeKubeServer
 from webhook_support import (
+    ROOT,
     SERVE_COMMAND,
     ServerProcess,
     StartServer,
@@ -38,6 +40,7 @@ from webhook_support import (
 
 from dra_migrate.certs.generate import CertifiedKey, create_ca
 from dra_migrate.engine import convert, default_config
+from dra_migrate.webhook.namespaces import own_namespace
 from dra_migrate.webhook.optout import SKIP_KEY
 
 TEMPLATE_READS = "/resourceclaimtemplates/"
@@ -57,7 +60,8 @@ def _posts(fake: FakeKubeServer) -> int:
 def test_direct_post_for_an_excluded_namespace_creates_nothing(
     start_server: StartServer, fake_kube: FakeKubeServer, kubeconfig: Path, namespace: str
 ) -> None:
-    server = start_server(kubeconfig=kubeconfig, workers=1)
+    deployed = yaml.safe_load((ROOT / "deploy" / "base" / "config.yaml").read_text())
+    server = start_server(kubeconfig=kubeconfig, workers=1, config=deployed)
     response = server.review(make_review(gpu_pod(), namespace=namespace))
     assert response["allowed"] is True and "patch" not in response
     assert response["auditAnnotations"] == {
@@ -65,6 +69,13 @@ def test_direct_post_for_an_excluded_namespace_creates_nothing(
         "reason": f"namespace {namespace} is excluded (webhook.excludedNamespaces)",
     }
     assert _posts(fake_kube) == 0 and fake_kube.fake.templates == {}
+
+
+def test_the_server_excludes_its_own_namespace(tmp_path: Path) -> None:
+    sa_namespace = tmp_path / "namespace"
+    sa_namespace.write_text("gpu-system\n")
+    assert own_namespace(sa_namespace) == "gpu-system"
+    assert own_namespace(tmp_path / "missing") is None
 
 
 def test_excluded_namespaces_come_from_the_configuration(
