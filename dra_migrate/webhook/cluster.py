@@ -87,8 +87,10 @@ class ClusterWatch:
         detect_target: bool,
         timeout: float,
         on_api_error: Callable[[str, str], None] = lambda operation, reason: None,
+        on_event: Callable[[str, str], None] = lambda resource, kind: None,
     ) -> None:
         self._api = api
+        self._on_event = on_event
         self._configured = configured
         self._detect = detect_target
         self._timeout = timeout
@@ -101,7 +103,7 @@ class ClusterWatch:
 
     def _cache(self, resource: Any, keep: Any) -> Any:
         return WatchCache(
-            api=self._api, resource=resource, keep=keep, timeout=self._timeout, on_api_error=self._on_api_error
+            self._api, resource, keep, timeout=self._timeout, on_api_error=self._on_api_error, on_event=self._on_event
         )
 
     def start(self) -> ClusterCaches:

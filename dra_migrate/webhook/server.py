@@ -123,6 +123,7 @@ def build_app(
         detect_target=not settings.target_given,
         timeout=policy.api_timeout_seconds,
         on_api_error=metrics.api_error,
+        on_event=metrics.watch_event,
     ).start()
     reviewer = Reviewer(
         config, api, policy=policy, caches=caches, on_created=metrics.template_created, on_api_error=metrics.api_error

@@ -55,8 +55,10 @@ class WatchCache(Generic[T]):
         *,
         timeout: float,
         on_api_error: Callable[[str, str], None] = lambda operation, reason: None,
+        on_event: Callable[[str, str], None] = lambda resource, kind: None,
     ) -> None:
         self._api = api
+        self._on_event = on_event
         self._resource = resource
         self._keep = keep
         self._timeout = timeout
@@ -201,6 +203,7 @@ class WatchCache(Generic[T]):
                     objects[name] = self._keep(obj)
                 self._generation += 1
                 self._saw(version)
+            self._on_event(self._resource.plural, kind)
         if time.monotonic() - started < 1.0:
             self._stop.wait(RETRY_MIN_SECONDS)  # a server ending watches at once must not make us spin
         return resource_version

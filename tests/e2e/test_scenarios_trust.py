@@ -4,7 +4,8 @@ the resourcequota controller running).
 * a POST to /mutate that bypasses the apiserver creates templates only in namespaces the
   configuration selects, and the number of templates per namespace is bounded even for pods
   that fail validation after the webhook ran;
-* a deleted or replaced template is never referenced;
+* a deleted or replaced template is never referenced once the webhook's watch has delivered the
+  change (milliseconds; the test waits for it on the webhook's watch-event metric);
 * a ResourceQuota that refuses the template is a 403 decision, never "API unavailable";
 * a namespace whose GPU quota converted pods would escape: the bypass itself (quotaGap: convert),
   the default refusal, and the per-class key that closes the gap.
@@ -22,6 +23,7 @@ from typing import Any
 
 import pytest
 from kubernetes.client.exceptions import ApiException
+from prometheus_client.parser import text_string_to_metric_families
 
 from .cluster_fixtures import RESOURCE_API, Kube, claims_owned_by, delete_namespace, pause_pod, wait_for
 from .webhook_process import LocalWebhook, deploy_server_config
@@ -150,17 +152,39 @@ def test_templates_per_namespace_are_bounded_even_for_invalid_pods(
 # --------------------------------------------------------------------------- finding 4
 
 
-def test_replaced_or_deleted_template_is_never_referenced(kube: Kube, namespace: str) -> None:
+WORKERS = 2  # `serve`'s default, which the harness keeps
+
+
+def templates_applied(webhook: LocalWebhook, kind: str) -> float:
+    """Template watch events of `kind` the webhook's workers applied to their copies (summed)."""
+    for family in text_string_to_metric_families(webhook.server.metrics()):
+        if family.name == "dra_migrate_webhook_watch_events":
+            return sum(
+                sample.value
+                for sample in family.samples
+                if sample.name.endswith("_total")
+                and sample.labels == {"resource": "resourceclaimtemplates", "type": kind}
+            )
+    return 0.0
+
+
+def changed_by_every_worker(webhook: LocalWebhook, kind: str, before: float) -> None:
+    """Wait until each worker's watch has applied the change (milliseconds, but not zero)."""
+    wait_for(lambda: templates_applied(webhook, kind) >= before + WORKERS, what=f"the webhook to see {kind}")
+
+
+def test_replaced_or_deleted_template_is_never_referenced(kube: Kube, namespace: str, webhook: LocalWebhook) -> None:
     first = kube.create(gpu_pod("first"), namespace)
     [name] = [c["resourceClaimTemplateName"] for c in first["spec"]["resourceClaims"]]
+    deleted = templates_applied(webhook, "DELETED")
     kube.delete(RESOURCE_API, "ResourceClaimTemplate", name, namespace)
-    wait_for(lambda: kube.get(RESOURCE_API, "ResourceClaimTemplate", name, namespace) is None, what="deletion")
+    changed_by_every_worker(webhook, "DELETED", deleted)
     # Deleted: the next pod gets it created again.
     kube.create(gpu_pod("second"), namespace)
     assert kube.get(RESOURCE_API, "ResourceClaimTemplate", name, namespace) is not None
     # Replaced with the same name and another spec: refused, never reused.
+    deleted, added = templates_applied(webhook, "DELETED"), templates_applied(webhook, "ADDED")
     kube.delete(RESOURCE_API, "ResourceClaimTemplate", name, namespace)
-    wait_for(lambda: kube.get(RESOURCE_API, "ResourceClaimTemplate", name, namespace) is None, what="deletion")
     kube.create(
         {
             "apiVersion": RESOURCE_API,
@@ -178,6 +202,8 @@ def test_replaced_or_deleted_template_is_never_referenced(kube: Kube, namespace:
         },
         namespace,
     )
+    changed_by_every_worker(webhook, "DELETED", deleted)
+    changed_by_every_worker(webhook, "ADDED", added)
     status = refusal(lambda: kube.create(gpu_pod("third"), namespace))
     assert status["code"] == 409 and "already exists with a different spec" in status["message"], status
     assert kube.get("v1", "Pod", "third", namespace) is None
