@@ -25,7 +25,18 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 from prometheus_client.parser import text_string_to_metric_families
 
-from .cluster_fixtures import RESOURCE_API, Kube, claims_owned_by, delete_namespace, pause_pod, wait_for
+from dra_migrate.engine import Target
+
+from .cluster_fixtures import (
+    RESOURCE_API,
+    Kube,
+    claims_owned_by,
+    delete_namespace,
+    device_class,
+    nvidia_type_selector,
+    pause_pod,
+    wait_for,
+)
 from .webhook_process import LocalWebhook, deploy_server_config
 
 Obj = dict[str, Any]
@@ -155,35 +166,39 @@ def test_templates_per_namespace_are_bounded_even_for_invalid_pods(
 WORKERS = 2  # `serve`'s default, which the harness keeps
 
 
-def templates_applied(webhook: LocalWebhook, kind: str) -> float:
-    """Template watch events of `kind` the webhook's workers applied to their copies (summed)."""
+def watch_applied(webhook: LocalWebhook, kind: str, resource: str = "resourceclaimtemplates") -> float:
+    """Watch events of `kind` the webhook's workers applied to their copies of `resource` (summed)."""
     for family in text_string_to_metric_families(webhook.server.metrics()):
         if family.name == "dra_migrate_webhook_watch_events":
             return sum(
                 sample.value
                 for sample in family.samples
-                if sample.name.endswith("_total")
-                and sample.labels == {"resource": "resourceclaimtemplates", "type": kind}
+                if sample.name.endswith("_total") and sample.labels == {"resource": resource, "type": kind}
             )
     return 0.0
 
 
-def changed_by_every_worker(webhook: LocalWebhook, kind: str, before: float) -> None:
+def changed_by_every_worker(
+    webhook: LocalWebhook, kind: str, before: float, resource: str = "resourceclaimtemplates"
+) -> None:
     """Wait until each worker's watch has applied the change (milliseconds, but not zero)."""
-    wait_for(lambda: templates_applied(webhook, kind) >= before + WORKERS, what=f"the webhook to see {kind}")
+    wait_for(
+        lambda: watch_applied(webhook, kind, resource) >= before + WORKERS,
+        what=f"the webhook to see {kind} {resource}",
+    )
 
 
 def test_replaced_or_deleted_template_is_never_referenced(kube: Kube, namespace: str, webhook: LocalWebhook) -> None:
     first = kube.create(gpu_pod("first"), namespace)
     [name] = [c["resourceClaimTemplateName"] for c in first["spec"]["resourceClaims"]]
-    deleted = templates_applied(webhook, "DELETED")
+    deleted = watch_applied(webhook, "DELETED")
     kube.delete(RESOURCE_API, "ResourceClaimTemplate", name, namespace)
     changed_by_every_worker(webhook, "DELETED", deleted)
     # Deleted: the next pod gets it created again.
     kube.create(gpu_pod("second"), namespace)
     assert kube.get(RESOURCE_API, "ResourceClaimTemplate", name, namespace) is not None
     # Replaced with the same name and another spec: refused, never reused.
-    deleted, added = templates_applied(webhook, "DELETED"), templates_applied(webhook, "ADDED")
+    deleted, added = watch_applied(webhook, "DELETED"), watch_applied(webhook, "ADDED")
     kube.delete(RESOURCE_API, "ResourceClaimTemplate", name, namespace)
     kube.create(
         {
@@ -207,6 +222,35 @@ def test_replaced_or_deleted_template_is_never_referenced(kube: Kube, namespace:
     status = refusal(lambda: kube.create(gpu_pod("third"), namespace))
     assert status["code"] == 409 and "already exists with a different spec" in status["message"], status
     assert kube.get("v1", "Pod", "third", namespace) is None
+
+
+# --------------------------------------------------------------------------- the strategy, from the cluster
+
+
+def test_webhook_decides_with_the_clusters_release_and_device_classes(
+    kube: Kube, namespace: str, target: Target, webhook: LocalWebhook
+) -> None:
+    """deploy/'s configuration as shipped (no targetVersion, no clusterDeviceClasses): the release
+    comes from the apiserver, the DeviceClass that maps nvidia.com/gpu from the webhook's watch, and
+    `strategy: auto` leaves whole GPUs to KEP-5004 exactly where the release has it on by default."""
+    mapped = device_class("extended.gpu.nvidia.com", nvidia_type_selector("gpu"))
+    mapped["spec"]["extendedResourceName"] = GPU
+    added = watch_applied(webhook, "ADDED", "deviceclasses")
+    kube.create(mapped)
+    try:
+        changed_by_every_worker(webhook, "ADDED", added, "deviceclasses")
+        pod = kube.create(gpu_pod("whole", count=2), namespace, dry_run="All")
+        if target.feature_enabled("DRAExtendedResource"):
+            assert pod["spec"]["containers"][0]["resources"]["limits"] == {GPU: "2"}, pod["spec"]
+            assert not pod["spec"].get("resourceClaims")
+        else:
+            assert pod["spec"].get("resourceClaims") and GPU not in (
+                pod["spec"]["containers"][0]["resources"].get("limits") or {}
+            ), pod["spec"]
+    finally:
+        deleted = watch_applied(webhook, "DELETED", "deviceclasses")
+        kube.delete(RESOURCE_API, "DeviceClass", "extended.gpu.nvidia.com")
+        changed_by_every_worker(webhook, "DELETED", deleted, "deviceclasses")
 
 
 # --------------------------------------------------------------------------- finding 8
