@@ -157,10 +157,10 @@ def _document_label(row: dict[str, Any]) -> str:
 class TextReport:
     """Problems grouped by file and object, wrapped to 100 columns:
 
-    deploy/app.yaml
-      Deployment ml/trainer (document 2)
-        error    invalid-quantity: 0.5 is not a whole number of devices ...
-                 at spec.template.spec.containers[0].resources.limits["nvidia.com/gpu"]
+        deploy/app.yaml
+          Deployment ml/trainer (document 2)
+            error    invalid-quantity: 0.5 is not a whole number of devices ...
+                     at spec.template.spec.containers[0].resources.limits["nvidia.com/gpu"]
     """
 
     def __init__(self, severities: tuple[str, ...]) -> None:
