@@ -29,6 +29,7 @@ from dra_migrate.engine.mapping import (
     is_extended_resource,
 )
 from dra_migrate.engine.podspec import resource_entries
+from dra_migrate.engine.quota import REQUESTS_PREFIX, claim_quota_keys, class_quota_name
 from dra_migrate.engine.result import Conversion, ConversionResult
 from dra_migrate.engine.rules import RULES, Rule, rules_table
 from dra_migrate.engine.severity import Severity
@@ -47,6 +48,7 @@ from dra_migrate.engine.versions import RESOURCE_GROUP, Target, TargetVersionErr
 __all__ = [
     "MANAGED_BY_LABEL",
     "MANAGED_BY_VALUE",
+    "REQUESTS_PREFIX",
     "RESOURCE_GROUP",
     "RULES",
     "Config",
@@ -68,6 +70,8 @@ __all__ = [
     "build_device_class",
     "build_template",
     "cel_problem",
+    "claim_quota_keys",
+    "class_quota_name",
     "convert",
     "default_config",
     "device_class_name",

@@ -3,13 +3,9 @@
 A quota on `requests.nvidia.com/gpu` is charged by the pods that ask for the device-plugin
 name. Once a pod is converted it asks for nothing of the kind: its devices come from
 ResourceClaims, which the resource-claim quota evaluator charges to other keys
-(kubernetes pkg/quota/v1/evaluator/core/resource_claims.go):
-
-* always `<deviceclass>.deviceclass.resource.k8s.io/devices`, the devices a claim asks for
-  from that class;
-* with the DRAExtendedResource feature on (the release table says from which release by
-  default), for a class whose `extendedResourceName` is R, also `requests.R` and
-  `requests.deviceclass.resource.kubernetes.io/<deviceclass>`.
+(engine `claim_quota_keys`, after kubernetes pkg/quota/v1/evaluator/core/resource_claims.go):
+`<deviceclass>.deviceclass.resource.k8s.io/devices` always, and, with DRAExtendedResource on
+by default in the release and a class whose `extendedResourceName` is R, `requests.R` too.
 
 Claims are charged only by quotas without scopes (the evaluator matches no scope). So a
 namespace with a quota on `requests.R` but none, unscoped, on a key its claims are charged
@@ -24,14 +20,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dra_migrate.engine import Conversion, Target
+from dra_migrate.engine import REQUESTS_PREFIX, Conversion, Target, claim_quota_keys, class_quota_name
 from dra_migrate.webhook.budget import Budget
 from dra_migrate.webhook.resource_api import RESOURCE_QUOTAS, ResourceApi, list_all
 from dra_migrate.webhook.watchcache import WatchCache
-
-REQUESTS_PREFIX = "requests."
-DEVICES_SUFFIX = ".deviceclass.resource.k8s.io/devices"
-IMPLICIT_PREFIX = "requests.deviceclass.resource.kubernetes.io/"
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,18 +43,6 @@ def quota_record(obj: Mapping[str, Any]) -> QuotaRecord:
     hard = spec.get("hard")
     scoped = bool(spec.get("scopes")) or bool(spec.get("scopeSelector"))
     return QuotaRecord(name, frozenset(str(k) for k in hard) if isinstance(hard, Mapping) else frozenset(), scoped)
-
-
-def device_class_key(device_class: str) -> str:
-    return f"{device_class}{DEVICES_SUFFIX}"
-
-
-def charged_keys(device_class: str, target: Target, extended_name: str | None) -> frozenset[str]:
-    """Quota keys a claim for devices of `device_class` is charged to on `target`."""
-    keys = {device_class_key(device_class)}
-    if extended_name and target.feature_enabled("DRAExtendedResource"):
-        keys |= {f"{REQUESTS_PREFIX}{extended_name}", f"{IMPLICIT_PREFIX}{device_class}"}
-    return frozenset(keys)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,19 +74,13 @@ def quota_gaps(
     gaps: set[QuotaGap] = set()
     for conversion in conversions:
         limited = f"{REQUESTS_PREFIX}{conversion.resource}"
-        charged = charged_keys(conversion.device_class_name, target, extended_names.get(conversion.device_class_name))
+        device_class = conversion.device_class_name
+        charged = claim_quota_keys(device_class, extended_names.get(device_class), target)
         if charged & counted:
             continue
         for quota in quotas:
             if limited in quota.hard:
-                gaps.add(
-                    QuotaGap(
-                        quota.name,
-                        limited,
-                        conversion.device_class_name,
-                        device_class_key(conversion.device_class_name),
-                    )
-                )
+                gaps.add(QuotaGap(quota.name, limited, device_class, class_quota_name(device_class)))
     return sorted(gaps, key=lambda gap: (gap.quota, gap.limited, gap.device_class))
 
 
