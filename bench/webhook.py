@@ -448,6 +448,7 @@ def main() -> int:
     body = gpu_pod_review()
     (work / "review.json").write_bytes(body)
     with FakeKubeServer() as fake:
+        fake.fake.add_namespace("ml")  # in the server's watched copy: reviews read no namespace from the API
         process, port = start_server(work, fake.write_kubeconfig(work / "kubeconfig"), args.workers)
         setup = Attack(vegeta, work, port, work / "ca.crt", args.max_connections)
         try:

@@ -22,12 +22,16 @@ _SECTIONS = {"webhook": WEBHOOK_SCHEMA}
 class Settings:
     config: Config
     webhook: WebhookPolicy = field(default_factory=WebhookPolicy)
+    # The target release was given (file or command line), not defaulted: the webhook then does
+    # not take it from the cluster's version.
+    target_given: bool = False
 
 
 def parse_settings(data: Any, target: str | None = None) -> Settings:
     """Validate a parsed configuration document; raises ConfigError naming the field."""
     config = parse_config(data, target, sections=_SECTIONS)
-    return Settings(config, parse_webhook_policy((data or {}).get("webhook")))
+    given = target is not None or (isinstance(data, dict) and "targetVersion" in data)
+    return Settings(config, parse_webhook_policy((data or {}).get("webhook")), given)
 
 
 def load_settings(path: str | None, target: str | None = None) -> Settings:

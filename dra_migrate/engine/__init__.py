@@ -29,19 +29,31 @@ from dra_migrate.engine.mapping import (
     is_extended_resource,
 )
 from dra_migrate.engine.podspec import resource_entries
-from dra_migrate.engine.result import ConversionResult
+from dra_migrate.engine.quota import REQUESTS_PREFIX, claim_quota_keys, class_quota_name
+from dra_migrate.engine.result import Conversion, ConversionResult
 from dra_migrate.engine.rules import RULES, Rule, rules_table
 from dra_migrate.engine.severity import Severity
 from dra_migrate.engine.strategy import ServingClass, Strategy, serving_classes
-from dra_migrate.engine.templates import build_template, spec_matches, template_name
+from dra_migrate.engine.templates import (
+    MANAGED_BY_LABEL,
+    MANAGED_BY_VALUE,
+    build_template,
+    spec_key,
+    spec_matches,
+    template_name,
+)
 from dra_migrate.engine.validation import cel_problem, dns_subdomain_problem
 from dra_migrate.engine.versions import RESOURCE_GROUP, Target, TargetVersionError
 
 __all__ = [
+    "MANAGED_BY_LABEL",
+    "MANAGED_BY_VALUE",
+    "REQUESTS_PREFIX",
     "RESOURCE_GROUP",
     "RULES",
     "Config",
     "ConfigError",
+    "Conversion",
     "ConversionResult",
     "DeviceMapping",
     "DeviceRequestSpec",
@@ -58,6 +70,8 @@ __all__ = [
     "build_device_class",
     "build_template",
     "cel_problem",
+    "claim_quota_keys",
+    "class_quota_name",
     "convert",
     "default_config",
     "device_class_name",
@@ -69,6 +83,7 @@ __all__ = [
     "resource_entries",
     "rules_table",
     "serving_classes",
+    "spec_key",
     "spec_matches",
     "template_name",
     "with_emitted_classes",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,7 +19,7 @@ from dra_migrate.engine.podspec import convert_pod_spec
 from dra_migrate.engine.quota import convert_quota, report_kueue_cluster_queue
 from dra_migrate.engine.ray import CLUSTER_SPECS as RAY_KINDS
 from dra_migrate.engine.ray import keep_ray_resources
-from dra_migrate.engine.result import ConversionResult
+from dra_migrate.engine.result import Conversion, ConversionResult
 from dra_migrate.engine.strategy import Path, decide
 from dra_migrate.engine.unknown import report_unknown_kind
 from dra_migrate.engine.versions import RESOURCE_GROUP
@@ -94,6 +95,7 @@ def _convert_workload(obj: dict[str, Any], config: Config) -> ConversionResult:
     findings = Findings()
     templates: dict[str, dict[str, Any]] = {}
     extended: dict[str, DeviceRequestSpec] = {}
+    conversions: list[Conversion] = []
     changed = False
     namespace = _namespace(obj)
     for path, pod_spec in config.workloads.pod_specs(out):
@@ -102,6 +104,7 @@ def _convert_workload(obj: dict[str, Any], config: Config) -> ConversionResult:
         converted = convert_pod_spec(pod_spec, path, namespace, config, findings, container_fields)
         templates.update(converted.templates)
         extended.update(converted.extended)
+        conversions.extend(converted.conversions)
         changed |= converted.changed
         changed |= convert_node_name(pod_spec, path, config.node_name, findings)
         if converted.changed and not config.target.feature_enabled("DynamicResourceAllocation"):
@@ -117,7 +120,7 @@ def _convert_workload(obj: dict[str, Any], config: Config) -> ConversionResult:
         keep_ray_resources(obj, out, findings)
     # Templates are built in the hub form (v1); write them in the version the target serves.
     written = [write_hub(t, "ResourceClaimTemplate", config.target) for t in templates.values()]
-    return ConversionResult(out, True, written, findings.items, list(extended.values()))
+    return ConversionResult(out, True, written, findings.items, list(extended.values()), conversions)
 
 
 def _convert_list(obj: dict[str, Any], config: Config) -> ConversionResult:
@@ -125,12 +128,16 @@ def _convert_list(obj: dict[str, Any], config: Config) -> ConversionResult:
     templates: dict[tuple[str | None, str], dict[str, Any]] = {}
     findings: list[Finding] = []
     extended: dict[str, DeviceRequestSpec] = {}
+    conversions: list[Conversion] = []
     changed = False
     for index, item in enumerate(obj["items"]):
         result = convert(item, config)
         prefix = f"items[{index}]"
         findings.extend(
             Finding(f.severity, f.rule, f"{prefix}.{f.path}" if f.path else prefix, f.message) for f in result.findings
+        )
+        conversions.extend(
+            dataclasses.replace(c, path=f"{prefix}.{c.path}" if c.path else prefix) for c in result.conversions
         )
         for template in result.templates:
             templates.setdefault((_namespace(template), template["metadata"]["name"]), template)
@@ -140,7 +147,10 @@ def _convert_list(obj: dict[str, Any], config: Config) -> ConversionResult:
             items.append(result.object)
     if not changed:
         return ConversionResult(obj, False, [], findings, list(extended.values()))
-    return ConversionResult({**obj, "items": items}, True, list(templates.values()), findings, list(extended.values()))
+    items_result = {**obj, "items": items}
+    return ConversionResult(
+        items_result, True, list(templates.values()), findings, list(extended.values()), conversions
+    )
 
 
 def _report_unsupported(obj: dict[str, Any], reason: str, config: Config) -> ConversionResult:

@@ -168,6 +168,9 @@ _HAMI_SHARE = (
 # The NVIDIA driver publishes full GPUs and MIG devices under one driver name (docs/field-notes.md).
 _NVIDIA_TYPE = 'device.driver == "gpu.nvidia.com" && device.attributes["gpu.nvidia.com"].type == "{type}"'
 
+_MIG_PREFIX = r"nvidia\.com/mig-"
+_MIG_BASE = r"(?:[1-8]c\.)?[1-8]g\.[1-9][0-9]{0,2}gb"
+
 # Built-in table (docs/field-notes.md, "Device-plugin names and their DRA counterparts").
 BUILTIN_MAPPINGS: tuple[dict[str, Any], ...] = (
     {
@@ -176,10 +179,21 @@ BUILTIN_MAPPINGS: tuple[dict[str, Any], ...] = (
         "requestName": "gpu",
         "classSelectors": [_NVIDIA_TYPE.format(type="gpu")],
     },
+    # MIG, mixed strategy: the device plugin advertises `mig-<profile>` with the profile's `+` made a `.`
+    # (`1g.10gb+me` -> `mig-1g.10gb.me`), while the DRA driver's `profile` attribute keeps the `+`.
+    # Profiles are `[<c>c.]<g>g.<gb>gb` plus at most one attribute (`+me`, `+me.all`, `+gfx`, `-me`);
+    # slices are 1 to 8 and memory has at most 3 digits, so the patterns match a bounded set of names.
     {
-        "pattern": r"nvidia\.com/mig-(?P<profile>[0-9]+g\.[0-9]+gb(?:\+me)?)",
+        "pattern": _MIG_PREFIX + r"(?P<profile>" + _MIG_BASE + r"(?:-me)?)",
         "deviceClassName": "mig.nvidia.com",
         "selectors": ['device.attributes["gpu.nvidia.com"].profile == "${profile}"'],
+        "requestName": "mig",
+        "classSelectors": [_NVIDIA_TYPE.format(type="mig")],
+    },
+    {
+        "pattern": _MIG_PREFIX + r"(?P<profile>" + _MIG_BASE + r")\.(?P<attribute>me|me\.all|gfx)",
+        "deviceClassName": "mig.nvidia.com",
+        "selectors": ['device.attributes["gpu.nvidia.com"].profile == "${profile}+${attribute}"'],
         "requestName": "mig",
         "classSelectors": [_NVIDIA_TYPE.format(type="mig")],
     },
@@ -211,12 +225,6 @@ BUILTIN_MAPPINGS: tuple[dict[str, Any], ...] = (
         "not a device count; map it in a config file once your driver publishes cores as devices",
     },
     {"resource": "vpc.amazonaws.com/efa", "deviceClassName": "efa.networking.k8s.aws", "requestName": "efa"},
-    {"resource": "example.com/gpu", "deviceClassName": "gpu.example.com", "requestName": "gpu"},
-    {
-        "pattern": r"(?P<device>[a-z0-9-]+)\.example\.com/(?P<name>[a-z0-9-]+)",
-        "deviceClassName": "${device}.example.com",
-        "requestName": "devices",
-    },
     {
         "resource": "sgx.intel.com/epc",
         "unconvertible": "SGX EPC is a memory size, not a device count",

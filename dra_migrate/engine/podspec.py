@@ -38,6 +38,7 @@ from dra_migrate.engine.mapping import (
 )
 from dra_migrate.engine.names import TakenLabels, unique_label
 from dra_migrate.engine.quantity import QuantityError, describe, device_count, is_placeholder
+from dra_migrate.engine.result import Conversion
 from dra_migrate.engine.strategy import Path, Route, decide
 from dra_migrate.engine.templates import build_template
 
@@ -85,6 +86,7 @@ class PodConversion:
     changed: bool = False
     # Names left to KEP-5004 by the migration strategy, with their mapping.
     extended: dict[str, DeviceRequestSpec] = field(default_factory=dict)
+    conversions: list[Conversion] = field(default_factory=list)
 
 
 def _containers(pod_spec: dict[str, Any], container_fields: tuple[str, ...]) -> list[ContainerRef]:
@@ -357,7 +359,7 @@ def convert_pod_spec(
         owned: dict[int, PodClaim] = {}
         for need in sorted((n for n in group if n.ref.long_running), key=lambda n: position[id(n.ref.container)]):
             owned[id(need)] = claim = new_claim(need.ref, need, need.count)
-            _attach(need, [claim], findings, base)
+            out.conversions.append(_attach(need, [claim], findings, base))
         extras: list[PodClaim] = []
         for need in (n for n in group if not n.ref.long_running):
             here = position[id(need.ref.container)]
@@ -374,14 +376,14 @@ def convert_pod_spec(
                 extra = new_claim(need.ref, need, shortfall)
                 extras.append(extra)
                 chosen = [*chosen, extra]
-            _attach(need, chosen, findings, base)
+            out.conversions.append(_attach(need, chosen, findings, base))
     if pod_claims and pod_spec.get("resourceClaims") is not pod_claims:  # absent or `resourceClaims: null`
         pod_spec["resourceClaims"] = pod_claims
     out.changed = True
     return out
 
 
-def _attach(need: DeviceNeed, claims: Iterable[PodClaim], findings: Findings, base: PathParts) -> None:
+def _attach(need: DeviceNeed, claims: Iterable[PodClaim], findings: Findings, base: PathParts) -> Conversion:
     claims = list(claims)
     for claim in claims:
         _add_container_claim(need.ref, claim.name)
@@ -401,3 +403,6 @@ def _attach(need: DeviceNeed, claims: Iterable[PodClaim], findings: Findings, ba
             f"init container {need.ref.name!r} asked for {need.count} {need.resource} and shares claims of later "
             f"containers holding {visible}; it can see all {visible} devices while it runs",
         )
+    return Conversion(
+        path, need.ref.name, need.resource, need.count, need.spec.device_class_name, tuple(c.name for c in claims)
+    )

@@ -19,13 +19,24 @@ from typing import Any
 from dra_migrate.engine.findings import Finding, Findings, json_path
 from dra_migrate.engine.mapping import DeviceRequestSpec, MappingTable
 from dra_migrate.engine.quantity import QuantityError, device_count
+from dra_migrate.engine.versions import Target
 
 REQUESTS_PREFIX = "requests."
 PER_CLASS_SUFFIX = ".deviceclass.resource.k8s.io/devices"
+IMPLICIT_CLASS_PREFIX = "requests.deviceclass.resource.kubernetes.io/"
 
 
 def class_quota_name(device_class: str) -> str:
     return device_class + PER_CLASS_SUFFIX
+
+
+def claim_quota_keys(device_class: str, extended_name: str | None, target: Target) -> frozenset[str]:
+    """The quota keys a ResourceClaim for devices of `device_class` is charged to on `target`
+    (`extended_name`: the name the class maps through extendedResourceName in the cluster, if any)."""
+    keys = {class_quota_name(device_class)}
+    if extended_name and target.feature_enabled("DRAExtendedResource"):
+        keys |= {REQUESTS_PREFIX + extended_name, IMPLICIT_CLASS_PREFIX + device_class}
+    return frozenset(keys)
 
 
 def convert_quota(

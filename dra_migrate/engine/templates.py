@@ -6,6 +6,7 @@ those, so equal requests share a template across workloads and different ones ne
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from dra_migrate.engine.mapping import DeviceRequestSpec
@@ -66,8 +67,16 @@ def _with_defaults(claim: Any) -> Any:
     return out
 
 
+def spec_key(template: dict[str, Any]) -> str:
+    """Canonical text of what a template asks for (request defaults applied): equal keys, same devices.
+
+    Short enough to keep for every template of a cluster instead of the template itself.
+    """
+    outer = template.get("spec")
+    outer = outer if isinstance(outer, dict) else {}
+    return json.dumps(_with_defaults(outer.get("spec")), sort_keys=True, separators=(",", ":"), default=str)
+
+
 def spec_matches(existing: dict[str, Any], desired: dict[str, Any]) -> bool:
     """True when a template read from the cluster asks for the same devices as the desired one."""
-    existing_spec = existing.get("spec", {}) or {}
-    desired_spec = desired.get("spec", {}) or {}
-    return bool(_with_defaults(existing_spec.get("spec")) == _with_defaults(desired_spec.get("spec")))
+    return spec_key(existing) == spec_key(desired)

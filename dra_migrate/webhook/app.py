@@ -7,6 +7,9 @@
     GET  /readyz        certificate loaded and configuration valid
     GET  /metrics       Prometheus text format
 
+With `require_client_certificate` (serve --client-ca) the review endpoints answer 401 to a
+client that presented no verified certificate.
+
 A well-formed review always gets HTTP 200 with the decision inside (webhook/review.py); a
 malformed one gets a 4xx JSON body shaped like a Kubernetes Status, and the server carries on.
 """
@@ -142,6 +145,20 @@ _OVERLOADED = AdmissionResponse(
 )
 
 
+def _client_certificate_missing(environ: Environ) -> RequestProblemError | None:
+    """With `serve --client-ca` TLS asks every client for a certificate and verifies the ones it
+    gets (an invalid one fails the handshake), but lets clients without one in, so that kubelet
+    probes reach /healthz and /readyz. Reviews need the verified certificate."""
+    sock = environ.get("gunicorn.socket")
+    try:
+        presented = sock is not None and hasattr(sock, "getpeercert") and bool(sock.getpeercert())
+    except (OSError, ValueError):
+        presented = False
+    if presented:
+        return None
+    return RequestProblemError(401, "a client certificate signed by the configured --client-ca is required")
+
+
 class ReviewEndpoints:
     """POST /mutate (and /mutate-noop) on the bare WSGI environ.
 
@@ -150,15 +167,21 @@ class ReviewEndpoints:
     front of Flask's routing; Flask routes the rest and keeps 404/405 for these paths.
     """
 
-    def __init__(self, reviewer: Reviewer) -> None:
+    def __init__(self, reviewer: Reviewer, *, require_client_certificate: bool = False) -> None:
         self._reviewer = reviewer
         self._mode = reviewer.mode
+        self._require_certificate = require_client_certificate
+
+    def _read(self, environ: Environ) -> AdmissionRequest:
+        if self._require_certificate and (missing := _client_certificate_missing(environ)) is not None:
+            raise missing
+        return _read_review(environ)
 
     def mutate(self, environ: Environ) -> Answer:
         started = time.perf_counter()
         arrived = time.monotonic()
         try:
-            admission = _read_review(environ)
+            admission = self._read(environ)
         except RequestProblemError as problem:
             metrics.record_review(metrics.INVALID_OUTCOME, time.perf_counter() - started)
             return _problem_answer(environ, problem)
@@ -174,7 +197,7 @@ class ReviewEndpoints:
 
     def mutate_noop(self, environ: Environ) -> Answer:
         try:
-            admission = _read_review(environ)
+            admission = self._read(environ)
         except RequestProblemError as problem:
             return _problem_answer(environ, problem)
         return 200, _json_bytes(render_review(admission.api_version, admission.uid, AdmissionResponse(True))), []
@@ -206,10 +229,11 @@ def create_app(
     *,
     readiness: Callable[[], list[str]] = list,
     noop_route: bool = False,
+    require_client_certificate: bool = False,
 ) -> Flask:
     """`readiness` returns what is not ready yet (empty when ready)."""
     app = Flask("webhook")
-    endpoints = ReviewEndpoints(reviewer)
+    endpoints = ReviewEndpoints(reviewer, require_client_certificate=require_client_certificate)
     routes: dict[str, Callable[[Environ], Answer]] = {"/mutate": endpoints.mutate}
 
     @app.post("/mutate")

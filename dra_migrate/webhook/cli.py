@@ -24,6 +24,12 @@ if TYPE_CHECKING:
     from dra_migrate.configfile import Settings
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
+DEPRECATED = {
+    "cacheSeconds": "no effect, the server's copies of the cluster follow a watch; remove it",
+    "extendedResourceClasses": "use the top-level `strategy` (auto, claims or extendedResource), which the webhook "
+    "applies with the cluster's DeviceClasses; `skip` still leaves every served name to the scheduler, `warn` "
+    "does nothing",
+}
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -38,6 +44,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve.add_argument("--config", type=Path, metavar="FILE", help="configuration YAML (mappings + webhook policy)")
     serve.add_argument("--cert", type=Path, required=True, metavar="FILE", help="TLS certificate (PEM); hot-reloaded")
     serve.add_argument("--key", type=Path, required=True, metavar="FILE", help="TLS private key (PEM); hot-reloaded")
+    serve.add_argument(
+        "--client-ca",
+        type=Path,
+        metavar="FILE",
+        help="CA bundle (PEM) for client certificates: reviews (POST /mutate) then need a certificate it signed, "
+        "as kube-apiserver presents through its AdmissionConfiguration kubeconfig; probes and /metrics stay open",
+    )
     serve.add_argument("--port", type=_port, default=8443, help="default: 8443")
     serve.add_argument("--host", default="0.0.0.0", help="address to bind (default: 0.0.0.0)")
     serve.add_argument(
@@ -106,6 +119,8 @@ def run_server(args: argparse.Namespace) -> int:
     )
     if settings.config.target.notice:  # a target newer than the release table: said once, at start
         logging.getLogger("dra_migrate.webhook").warning("%s", settings.config.target.notice)
+    for key in settings.webhook.deprecated:
+        logging.getLogger("dra_migrate.webhook").warning("webhook.%s is deprecated: %s", key, DEPRECATED[key])
     # Must be set before prometheus_client is imported (it picks its value class then).
     metrics_dir = tempfile.mkdtemp(prefix="dra-migrate-metrics-")
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
@@ -121,6 +136,7 @@ def run_server(args: argparse.Namespace) -> int:
             noop_route=args.noop_route,
             log_level=args.log_level,
             access_log=args.access_log,
+            client_ca=args.client_ca,
         )
         return run(options, settings, kube)
     finally:
@@ -141,6 +157,10 @@ def _prepare(args: argparse.Namespace) -> int | tuple[Settings, Configuration]:
         ReloadingTLSContext(args.cert, args.key)  # fail now, not on the first handshake
     except TLSLoadError as exc:
         return fail("serve", f"cannot use the TLS certificate: {exc}")
+    if args.client_ca is not None:
+        problem = _client_ca_problem(args.client_ca)
+        if problem:
+            return fail("serve", f"cannot use --client-ca {args.client_ca}: {problem}")
 
     from dra_migrate.webhook.kube_client import KubeConfigError, load_configuration
 
@@ -158,6 +178,8 @@ def _serve_argv(args: argparse.Namespace) -> list[str]:
         argv += ["--config", str(args.config)]
     if args.kubeconfig is not None:
         argv += ["--kubeconfig", str(args.kubeconfig)]
+    if args.client_ca is not None:
+        argv += ["--client-ca", str(args.client_ca)]
     if args.access_log:
         argv.append("--access-log")
     if args.noop_route:
@@ -175,6 +197,16 @@ def _raise_open_files_limit() -> None:
     if soft != resource.RLIM_INFINITY and soft < target:
         with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+
+
+def _client_ca_problem(path: Path) -> str | None:
+    import ssl
+
+    try:
+        ssl.create_default_context(cafile=str(path))
+    except (OSError, ssl.SSLError, ValueError) as exc:
+        return str(getattr(exc, "strerror", None) or exc)
+    return None
 
 
 def _port(value: str) -> int:

@@ -1,47 +1,52 @@
 """DeviceClasses that already serve a device-plugin resource name through DRA (KEP-5004).
 
 A DeviceClass with `spec.extendedResourceName: nvidia.com/gpu` lets the scheduler satisfy
-`nvidia.com/gpu: 2` from DRA without any pod change. Converting such a resource as well is
-not wrong, but the user should know; with `extendedResourceClasses: skip` the webhook leaves
-those names to the scheduler.
+`nvidia.com/gpu: 2` from DRA without any pod change, where the release has DRAExtendedResource
+on. The webhook hands these classes to the engine, whose migration strategy (`strategy:`
+auto | claims | extendedResource) then decides per pod what to rewrite, exactly as the
+translator does with the classes it knows. The quota check uses them too: with the gate on,
+claims of such a class are also charged to `requests.<name>` (webhook/quota.py).
 
-The list is read by a background thread per worker, every `cache_seconds`, with the API
-timeout: admission never waits for it (except briefly for the very first list of a fresh
-worker), and a failed list keeps the previous answer and never fails admission.
+The classes come from a watched copy (webhook/watchcache.py): admission never waits for
+the API (except briefly for the very first list of a fresh worker), and a broken watch keeps
+the last answer and never fails admission.
+
+Deprecated: `webhook.extendedResourceClasses: skip` still leaves every name a class serves
+to the scheduler, whatever the strategy and release; `warn` no longer does anything (the
+engine's migration-path finding says which path a name took and why).
 """
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from dra_migrate.engine import Config, leave_unconverted
-from dra_migrate.webhook.resource_api import ApiError
+from dra_migrate.engine import Config, ServingClass, leave_unconverted, serving_classes
+from dra_migrate.webhook.watchcache import WatchCache
 
-log = logging.getLogger(__name__)
-
-MIN_REFRESH_SECONDS = 1.0
-# A failed list is retried sooner than a normal refresh, but not in a tight loop.
-RETRY_SECONDS = 10.0
 # How long the first review of a fresh worker waits for the first list; with the review's own
 # API budget (2 x apiTimeoutSeconds = 4 s by default) it stays inside the webhook's 5 s timeout.
 FIRST_LIST_WAIT_SECONDS = 0.5
 
 ClassesByResource = Mapping[str, tuple[str, ...]]
+ServingRecord = dict[str, Any]  # a DeviceClass trimmed to what serving_classes() reads
 
 
-def classes_by_resource(device_classes: list[dict[str, Any]]) -> dict[str, tuple[str, ...]]:
-    """extendedResourceName -> names of the DeviceClasses that set it (sorted)."""
-    found: dict[str, list[str]] = {}
-    for device_class in device_classes:
-        spec = device_class.get("spec")
-        resource = spec.get("extendedResourceName") if isinstance(spec, dict) else None
-        name = (device_class.get("metadata") or {}).get("name")
-        if isinstance(resource, str) and resource and isinstance(name, str):
-            found.setdefault(resource, []).append(name)
-    return {resource: tuple(sorted(names)) for resource, names in found.items()}
+def serving_record(obj: Mapping[str, Any]) -> ServingRecord | None:
+    """What the watched copy keeps of a DeviceClass: only classes with an extendedResourceName,
+    trimmed to name, creation time, the name served, selectors and config."""
+    spec = obj.get("spec")
+    metadata = obj.get("metadata")
+    if not isinstance(spec, Mapping) or not isinstance(metadata, Mapping):
+        return None
+    resource = spec.get("extendedResourceName")
+    if not isinstance(resource, str) or not resource:
+        return None
+    return {
+        "metadata": {"name": metadata.get("name"), "creationTimestamp": metadata.get("creationTimestamp")},
+        "spec": {k: spec[k] for k in ("extendedResourceName", "selectors", "config") if k in spec},
+    }
 
 
 def skip_reason(resource: str, classes: tuple[str, ...]) -> str:
@@ -57,72 +62,64 @@ def without_resources(config: Config, served: ClassesByResource) -> Config:
 
 
 class ExtendedResourceIndex:
-    """Latest known `classes_by_resource` of the cluster, refreshed in the background."""
+    """The cluster's classes that serve extended resource names, from a watched copy.
+
+    Recomputed only when the copy changed. A fresh worker's first review waits briefly for
+    the first list; without one (no copy, the API unreachable) no name is served.
+    """
 
     def __init__(
         self,
-        list_device_classes: Callable[[float], list[dict[str, Any]]] | None,
+        cache: Callable[[], WatchCache[ServingRecord | None] | None],
         *,
-        refresh_seconds: float,
-        timeout: float,
-        on_api_error: Callable[[str, str], None] = lambda operation, reason: None,
         first_wait: float = FIRST_LIST_WAIT_SECONDS,
     ) -> None:
-        self._list = list_device_classes
-        self._refresh = max(refresh_seconds, MIN_REFRESH_SECONDS)
-        self._timeout = timeout
-        self._on_api_error = on_api_error
-        self._first_wait = min(first_wait, timeout)
-        self._current: dict[str, tuple[str, ...]] = {}
-        self._first_done = threading.Event()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._start_lock = threading.Lock()
-        self._last_error: str | None = None
+        self._cache = cache
+        self._first_wait = first_wait
+        self._waited = False
+        self._lock = threading.Lock()
+        self._generation: tuple[int, int] = (-1, -1)
+        self._serving: dict[str, ServingClass] = {}
+        self._by_resource: dict[str, tuple[str, ...]] = {}
+        self._by_class: dict[str, str] = {}
 
-    def start(self) -> None:
-        """Start the refresher in this process (call after fork); idempotent."""
-        if self._list is None:
-            self._first_done.set()
-            return
-        with self._start_lock:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="deviceclass-refresh", daemon=True)
-                self._thread.start()
+    @property
+    def generation(self) -> tuple[int, int]:
+        """Changes whenever the answers below change."""
+        self._refresh()
+        return self._generation
 
-    def stop(self) -> None:
-        self._stop.set()
+    def serving(self) -> Mapping[str, ServingClass]:
+        """extendedResourceName -> the DeviceClass the scheduler uses for it (the newest, then by name)."""
+        self._refresh()
+        return self._serving
 
     def current(self) -> ClassesByResource:
-        if not self._first_done.is_set():
-            self.start()
-            self._first_done.wait(self._first_wait)
-        return self._current
+        """extendedResourceName -> every DeviceClass that names it."""
+        self._refresh()
+        return self._by_resource
 
-    def refresh_once(self) -> None:
-        """List now; on ApiError keep the previous answer (and re-raise)."""
-        assert self._list is not None
-        try:
-            self._current = classes_by_resource(self._list(self._timeout))
-            self._last_error = None
-        except ApiError as exc:
-            self._on_api_error(exc.operation, exc.reason)
-            if exc.detail != self._last_error:
-                log.warning("cannot list DeviceClasses (keeping the previous list): %s", exc.detail)
-            self._last_error = exc.detail
-            raise
-        finally:
-            # Reviews waiting for the first answer go on, with the list or without it.
-            self._first_done.set()
+    def extended_names(self) -> Mapping[str, str]:
+        """DeviceClass -> the extendedResourceName it serves."""
+        self._refresh()
+        return self._by_class
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.refresh_once()
-                wait = self._refresh
-            except ApiError:
-                wait = min(self._refresh, RETRY_SECONDS)
-            except Exception:
-                log.exception("unexpected error while listing DeviceClasses")
-                wait = min(self._refresh, RETRY_SECONDS)
-            self._stop.wait(wait)
+    def _refresh(self) -> None:
+        cache = self._cache()
+        if cache is None:
+            return
+        if not self._waited:
+            cache.wait_synced(self._first_wait)
+            self._waited = True
+        generation = (id(cache), cache.generation)
+        if generation == self._generation:
+            return
+        with self._lock:
+            records = [item for item in cache.items() if item is not None]
+            ordered = serving_classes(records)
+            self._serving = {resource: classes[0] for resource, classes in ordered.items()}
+            self._by_resource = {
+                resource: tuple(sorted(c.name for c in classes)) for resource, classes in ordered.items()
+            }
+            self._by_class = {c.name: resource for resource, classes in ordered.items() for c in classes}
+            self._generation = generation

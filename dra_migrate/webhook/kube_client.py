@@ -1,9 +1,11 @@
 """ResourceApi over the official kubernetes client: the only module that talks to the cluster.
 
 Where the API is: `--kubeconfig`, else KUBECONFIG, else the in-cluster service account,
-else ~/.kube/config (controller-runtime's order). Calls are generic (CustomObjectsApi), so
-templates are plain dicts in whatever resource.k8s.io version the target uses. Retries are
-off: every call is bounded by its own timeout, and the review decides what a failure means.
+else ~/.kube/config (controller-runtime's order). The client's configuration supplies the
+address, TLS and credentials (including in-cluster token refresh); requests and answers
+are plain JSON, so objects stay dicts in whatever version is asked for and a watch of
+thousands of objects skips model deserialization. Retries are off: every call is bounded
+by its own timeout, and the review decides what a failure means.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +23,14 @@ from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
-from dra_migrate.engine import RESOURCE_GROUP
-from dra_migrate.webhook.resource_api import AlreadyExistsError, ApiError, version_of
+from dra_migrate.webhook.resource_api import ApiError, ApiResource, GoneError, Page, WatchEvent, status_error
 
-_PAGE = 500
+# Idle connections kept per worker: reviews run concurrently (gevent), and each watch holds one.
 API_CONNECTIONS = 64
+# A watch's read timeout: longer than the server's own end of the watch (timeoutSeconds) plus
+# the gap between bookmarks, so a healthy but quiet watch is never cut off by the client.
+WATCH_READ_GRACE_SECONDS = 90
+WATCH_CONNECT_TIMEOUT_SECONDS = 5
 
 
 class KubeConfigError(Exception):
@@ -65,26 +70,19 @@ def _load_kubeconfig(configuration: k8s.Configuration, path: Path | None) -> Non
     )
 
 
-def _message(exc: ApiException) -> str:
+def _json_body(data: bytes) -> Any:
     try:
-        body = json.loads(exc.body or "")
+        return json.loads(data or b"null")
     except ValueError:
-        body = None
-    text = body.get("message") if isinstance(body, dict) else None
-    return str(text or exc.reason or "no details")
+        return None
 
 
-def _translate(operation: str, exc: Exception) -> ApiError:
-    if isinstance(exc, ApiException):
-        status = exc.status or 0
-        if status == 409:
-            return AlreadyExistsError(operation, _message(exc))
-        if status == 0:
-            return ApiError(operation, "unreachable", str(exc.reason or exc))
-        return ApiError(operation, f"http_{status}", f"HTTP {status}: {_message(exc)}")
+def _no_answer(operation: str, exc: Exception) -> ApiError:
     # NewConnectionError is a ConnectTimeoutError subclass in urllib3 2, but means "refused".
     if isinstance(exc, urllib3.exceptions.TimeoutError) and not isinstance(exc, urllib3.exceptions.NewConnectionError):
         return ApiError(operation, "timeout", f"the Kubernetes API did not answer in time ({exc})")
+    if isinstance(exc, ApiException):  # raised by the REST layer for TLS errors, with status 0
+        return ApiError(operation, "unreachable", str(exc.reason or exc))
     return ApiError(operation, "unreachable", f"cannot reach the Kubernetes API: {exc}")
 
 
@@ -95,70 +93,138 @@ class KubeResourceApi:
         self._configuration = configuration
         self._lock = threading.Lock()
         self._pid = -1
-        self._objects: k8s.CustomObjectsApi | None = None
+        self._client: k8s.ApiClient | None = None
 
-    def _custom(self) -> k8s.CustomObjectsApi:
-        if self._objects is None or self._pid != os.getpid():
+    def _api(self) -> k8s.ApiClient:
+        if self._client is None or self._pid != os.getpid():
             with self._lock:
-                if self._objects is None or self._pid != os.getpid():
-                    self._objects = k8s.CustomObjectsApi(k8s.ApiClient(self._configuration))
+                if self._client is None or self._pid != os.getpid():
+                    self._client = k8s.ApiClient(self._configuration)
                     self._pid = os.getpid()
-        return self._objects
+        return self._client
 
-    def _call(self, operation: str, call: Callable[[], object]) -> dict[str, Any]:
+    def _send(
+        self,
+        operation: str,
+        method: str,
+        path: str,
+        timeout: float | tuple[float, float],
+        *,
+        query: list[tuple[str, str]] | None = None,
+        body: dict[str, Any] | None = None,
+    ) -> Any:
+        """The raw urllib3 response of a 2xx answer; raises ApiError otherwise."""
+        client = self._api()
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
         try:
-            answer = call()
+            serialized = client.param_serialize(
+                method, path, query_params=query or [], header_params=headers, body=body, auth_settings=["BearerToken"]
+            )
+            answer = client.call_api(*serialized, _request_timeout=timeout)
         except (ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
-            raise _translate(operation, exc) from None
-        if not isinstance(answer, dict):
-            raise ApiError(operation, "bad_response", f"expected a JSON object, got {type(answer).__name__}")
+            raise _no_answer(operation, exc) from None
+        if not 200 <= answer.status <= 299:
+            try:
+                data = answer.read()  # type: ignore[no-untyped-call]
+            except (urllib3.exceptions.HTTPError, OSError):
+                data = b""
+            raise status_error(operation, answer.status, _json_body(data))
         return answer
 
-    def get_template(self, api_version: str, namespace: str, name: str, timeout: float) -> dict[str, Any] | None:
-        version = version_of(api_version)
+    def _json(
+        self,
+        operation: str,
+        method: str,
+        path: str,
+        timeout: float,
+        *,
+        query: list[tuple[str, str]] | None = None,
+        body: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        answer = self._send(operation, method, path, timeout, query=query, body=body)
         try:
-            return self._call(
-                "get_template",
-                lambda: self._custom().get_namespaced_custom_object(
-                    RESOURCE_GROUP, version, namespace, "resourceclaimtemplates", name, _request_timeout=timeout
-                ),
-            )
+            data = answer.read()
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise _no_answer(operation, exc) from None
+        parsed = _json_body(data)
+        if not isinstance(parsed, dict):
+            raise ApiError(operation, "bad_response", f"expected a JSON object, got {type(parsed).__name__}")
+        return parsed
+
+    def get(self, resource: ApiResource, namespace: str | None, name: str, timeout: float) -> dict[str, Any] | None:
+        try:
+            return self._json(f"get_{resource.plural}", "GET", resource.path(namespace, name), timeout)
         except ApiError as exc:
-            if exc.reason == "http_404":
+            if exc.status == 404 and exc.details_kind in ("", resource.plural):
                 return None
             raise
 
-    def create_template(self, template: dict[str, Any], timeout: float) -> dict[str, Any]:
-        version = version_of(template["apiVersion"])
-        namespace = template["metadata"]["namespace"]
-        return self._call(
-            "create_template",
-            lambda: self._custom().create_namespaced_custom_object(
-                RESOURCE_GROUP, version, namespace, "resourceclaimtemplates", template, _request_timeout=timeout
-            ),
-        )
+    def create(self, resource: ApiResource, namespace: str, body: dict[str, Any], timeout: float) -> dict[str, Any]:
+        return self._json(f"create_{resource.plural}", "POST", resource.path(namespace), timeout, body=body)
 
-    def list_device_classes(self, api_version: str, timeout: float) -> list[dict[str, Any]]:
-        version = version_of(api_version)
-        items: list[dict[str, Any]] = []
-        token = ""
-        while True:
-            try:
-                page = self._list_page(version, token, timeout)
-            except ApiError as exc:
-                if exc.reason == "http_404":  # this resource.k8s.io version is not served: no classes
-                    return []
-                raise
-            items.extend(item for item in page.get("items") or [] if isinstance(item, dict))
-            token = str((page.get("metadata") or {}).get("continue") or "")
-            if not token:
-                return items
+    def list_page(
+        self,
+        resource: ApiResource,
+        namespace: str | None,
+        timeout: float,
+        *,
+        label_selector: str = "",
+        limit: int = 500,
+        continue_token: str = "",
+    ) -> Page:
+        query = [("limit", str(limit))]
+        if label_selector:
+            query.append(("labelSelector", label_selector))
+        if continue_token:
+            query.append(("continue", continue_token))
+        page = self._json(f"list_{resource.plural}", "GET", resource.path(namespace), timeout, query=query)
+        metadata = page.get("metadata")
+        metadata = metadata if isinstance(metadata, dict) else {}
+        items = [item for item in page.get("items") or [] if isinstance(item, dict)]
+        return Page(items, str(metadata.get("resourceVersion") or ""), str(metadata.get("continue") or ""))
 
-    def _list_page(self, version: str, token: str, timeout: float) -> dict[str, Any]:
-        extra: dict[str, Any] = {"_continue": token} if token else {}
-        return self._call(
-            "list_deviceclasses",
-            lambda: self._custom().list_cluster_custom_object(
-                RESOURCE_GROUP, version, "deviceclasses", limit=_PAGE, _request_timeout=timeout, **extra
-            ),
-        )
+    def watch(self, resource: ApiResource, resource_version: str, timeout_seconds: int) -> Iterator[WatchEvent]:
+        operation = f"watch_{resource.plural}"
+        query = [
+            ("watch", "true"),
+            ("resourceVersion", resource_version),
+            ("allowWatchBookmarks", "true"),
+            ("timeoutSeconds", str(timeout_seconds)),
+        ]
+        timeout = (WATCH_CONNECT_TIMEOUT_SECONDS, timeout_seconds + WATCH_READ_GRACE_SECONDS)
+        answer = self._send(operation, "GET", resource.path(), timeout, query=query)
+        raw = answer.response
+        try:
+            for line in _lines(raw):
+                event = _json_body(line)
+                if not isinstance(event, dict) or not isinstance(event.get("object"), dict):
+                    continue
+                kind, obj = str(event.get("type")), event["object"]
+                if kind == "ERROR":
+                    code = int(obj.get("code") or 0)
+                    if code == 410:
+                        raise GoneError(operation, str(obj.get("message") or "resource version too old"))
+                    raise status_error(operation, code or 500, obj)
+                yield kind, obj
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise _no_answer(operation, exc) from None
+        finally:
+            # A watch left early still has unread data: close it rather than pool it for reuse.
+            raw.close()
+            raw.release_conn()
+
+    def server_version(self, timeout: float) -> dict[str, Any]:
+        return self._json("get_version", "GET", "/version", timeout)
+
+
+def _lines(raw: Any) -> Iterator[bytes]:
+    """Newline-separated JSON events of a streamed (chunked) response, as they arrive."""
+    pending = b""
+    for chunk in raw.stream(None, decode_content=True):
+        pending += chunk
+        *complete, pending = pending.split(b"\n")
+        yield from (line for line in complete if line.strip())
+    if pending.strip():
+        yield pending

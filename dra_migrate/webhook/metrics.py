@@ -13,6 +13,8 @@ in-process use) the ordinary in-memory registry is used.
     dra_migrate_webhook_certificate_expiration_timestamp_seconds  notAfter of the served
                                                                 certificate (latest loaded)
     dra_migrate_webhook_certificate_reload_failures_total       rotated TLS files not taken
+    dra_migrate_webhook_watch_events_total{resource,type}       changes applied to the server's watched
+                                                                copies of the cluster (webhook/cluster.py)
 
 Every label value comes from a fixed set: `resource` is a name the configuration maps exactly
 (`set_known_resources`) or `other`, since pods choose their resource names (a pattern
@@ -69,6 +71,13 @@ CERTIFICATE_EXPIRATION = Gauge(
 CERTIFICATE_RELOAD_FAILURES = Counter(
     "dra_migrate_webhook_certificate_reload_failures",
     "Changed TLS certificate files that were not taken (unreadable, mismatched, expired or not yet valid).",
+)
+
+WATCH_EVENTS = Counter(
+    "dra_migrate_webhook_watch_events",
+    "Changes applied to the watched copies of the cluster, by resource and event type (a silent watch "
+    "shows as no increase while the cluster changes).",
+    ["resource", "type"],
 )
 
 INVALID_OUTCOME = "invalid"
@@ -146,3 +155,13 @@ def worker_exited(pid: int) -> None:
     """gunicorn child_exit hook: drop the dead worker's live-gauge files (counters are kept)."""
     if os.environ.get(MULTIPROC_ENV):
         multiprocess.mark_process_dead(pid)  # type: ignore[no-untyped-call]
+
+
+_WATCHED = frozenset({"resourceclaimtemplates", "namespaces", "resourcequotas", "deviceclasses"})
+_EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED"})
+
+
+@_never_raises
+def watch_event(resource: str, kind: str) -> None:
+    """One change applied to a watched copy (resource and type from fixed sets)."""
+    WATCH_EVENTS.labels(resource if resource in _WATCHED else "other", kind if kind in _EVENT_TYPES else "other").inc()

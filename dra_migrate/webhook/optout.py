@@ -4,11 +4,11 @@ Keys (value exactly "true"):
 - Pod label `dra-migrate.io/skip`: the MutatingWebhookConfiguration's objectSelector keeps
   the pod away from the webhook; the server checks it too, for other webhook configurations.
 - Pod annotation `dra-migrate.io/skip`: only the server can see annotations; checked here.
-- Namespace label `dra-migrate.io/skip`: the namespaceSelector keeps the whole namespace away.
+- Namespace label `dra-migrate.io/skip`: the namespaceSelector keeps the whole namespace away;
+  the server checks it too (webhook/namespaces.py), for requests that bypass the selector.
 
-Namespace annotations are NOT honoured: an AdmissionReview carries no namespace metadata,
-so it would cost a namespace read per review (or a cache and a watch), plus RBAC on
-namespaces and one more way for admission to depend on the API. Label the namespace instead.
+Namespace annotations are NOT honoured: the server keeps only namespace labels from its watch,
+the same as the selector can see. Label the namespace instead.
 """
 
 from __future__ import annotations

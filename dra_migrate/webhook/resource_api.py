@@ -1,50 +1,191 @@
-"""The three Kubernetes API calls the webhook makes, as an interface, plus their failures.
+"""The Kubernetes API calls the webhook makes, as an interface, plus what their failures mean.
 
 The review logic depends only on this module, so it runs against the real client
 (webhook/kube_client.py) or an in-memory store (tests/common/fakekube.py) unchanged.
+
+Reads are plain JSON objects (dicts), in whatever version the resource is asked for; the
+webhook never needs typed models, and skipping them keeps a watch of thousands of objects cheap.
 """
 
 from __future__ import annotations
 
+import enum
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from dra_migrate.engine import RESOURCE_GROUP
 
 
-class ApiError(Exception):
-    """A call that did not give an answer we can use; `reason` is a short metric label."""
+@dataclass(frozen=True, slots=True)
+class ApiResource:
+    """One resource type of the API: where its objects live."""
 
-    def __init__(self, operation: str, reason: str, detail: str) -> None:
+    group: str  # "" for the core group
+    version: str
+    plural: str
+    namespaced: bool
+
+    def path(self, namespace: str | None = None, name: str | None = None) -> str:
+        """`/api/v1/namespaces/ns/resourcequotas`, `/apis/resource.k8s.io/v1/deviceclasses/x`, ..."""
+        out = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if namespace is not None and self.namespaced:
+            out += f"/namespaces/{namespace}"
+        out += f"/{self.plural}"
+        return f"{out}/{name}" if name else out
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+
+NAMESPACES = ApiResource("", "v1", "namespaces", namespaced=False)
+RESOURCE_QUOTAS = ApiResource("", "v1", "resourcequotas", namespaced=True)
+
+
+def claim_templates(version: str) -> ApiResource:
+    return ApiResource(RESOURCE_GROUP, version, "resourceclaimtemplates", namespaced=True)
+
+
+def device_classes(version: str) -> ApiResource:
+    return ApiResource(RESOURCE_GROUP, version, "deviceclasses", namespaced=False)
+
+
+class Failure(enum.Enum):
+    """What an API error means for the pod under review (each gets its own message and decision)."""
+
+    UNAVAILABLE = "unavailable"  # no answer, a timeout, 5xx, 429: an outage -> webhook.apiUnavailable
+    FORBIDDEN = "forbidden"  # 403: a ResourceQuota, RBAC, or a namespace being deleted
+    NOT_FOUND = "not_found"  # 404: the namespace, or the resource version, does not exist
+    REJECTED = "rejected"  # any other 4xx: the apiserver refused the object itself
+
+
+class ApiError(Exception):
+    """A call that did not give an answer we can use.
+
+    `reason` is a short metric label; `status` the HTTP status (None when there was no answer);
+    `status_reason` and `details_kind` come from the apiserver's Status body when it sent one.
+    """
+
+    def __init__(
+        self,
+        operation: str,
+        reason: str,
+        detail: str,
+        *,
+        status: int | None = None,
+        status_reason: str = "",
+        details_kind: str = "",
+    ) -> None:
         super().__init__(f"{operation}: {detail}")
         self.operation = operation
         self.reason = reason
         self.detail = detail
+        self.status = status
+        self.status_reason = status_reason
+        self.details_kind = details_kind
+
+    @property
+    def failure(self) -> Failure:
+        if self.status is None or self.status >= 500 or self.status == 429:
+            return Failure.UNAVAILABLE
+        if self.status == 403:
+            return Failure.FORBIDDEN
+        if self.status == 404:
+            return Failure.NOT_FOUND
+        return Failure.REJECTED
+
+    @property
+    def quota_exceeded(self) -> bool:
+        # The ResourceQuota admission plugin's message: `exceeded quota: <name>, requested: ...`.
+        return self.status == 403 and "exceeded quota" in self.detail
+
+
+def status_error(operation: str, status: int, body: Any) -> ApiError:
+    """The ApiError for an HTTP error status with (maybe) a Kubernetes Status body."""
+    body = body if isinstance(body, Mapping) else {}
+    details = body.get("details")
+    details = details if isinstance(details, Mapping) else {}
+    message = str(body.get("message") or f"HTTP {status}")
+    if status == 409 and body.get("reason", "AlreadyExists") == "AlreadyExists":
+        return AlreadyExistsError(operation, message)
+    return ApiError(
+        operation,
+        f"http_{status}",
+        f"HTTP {status}: {message}",
+        status=status,
+        status_reason=str(body.get("reason") or ""),
+        details_kind=str(details.get("kind") or ""),
+    )
 
 
 class AlreadyExistsError(ApiError):
     """HTTP 409 on create: someone (maybe another replica) created it first."""
 
     def __init__(self, operation: str, detail: str = "already exists") -> None:
-        super().__init__(operation, "already_exists", detail)
+        super().__init__(operation, "already_exists", detail, status=409, status_reason="AlreadyExists")
+
+
+class GoneError(ApiError):
+    """HTTP 410 on a watch: the resourceVersion is too old, list again."""
+
+    def __init__(self, operation: str, detail: str = "resource version too old") -> None:
+        super().__init__(operation, "gone", detail, status=410, status_reason="Expired")
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    items: list[dict[str, Any]]
+    resource_version: str
+    continue_token: str = ""
+
+
+WatchEvent = tuple[str, dict[str, Any]]  # (ADDED | MODIFIED | DELETED | BOOKMARK, object)
 
 
 class ResourceApi(Protocol):
-    """Every call takes its own timeout, so the caller can bound a whole review."""
+    """Every call takes its own timeout, so the caller can bound a whole review.
 
-    def get_template(self, api_version: str, namespace: str, name: str, timeout: float) -> dict[str, Any] | None:
-        """The ResourceClaimTemplate, or None when it does not exist."""
+    Raises ApiError (AlreadyExistsError on a 409 create, GoneError on an expired watch).
+    """
+
+    def get(self, resource: ApiResource, namespace: str | None, name: str, timeout: float) -> dict[str, Any] | None:
+        """The object, or None when the API answers 404 for it."""
         ...
 
-    def create_template(self, template: dict[str, Any], timeout: float) -> dict[str, Any]:
-        """Create it in `template.metadata.namespace`; raises AlreadyExistsError on 409."""
+    def create(self, resource: ApiResource, namespace: str, body: dict[str, Any], timeout: float) -> dict[str, Any]: ...
+
+    def list_page(
+        self,
+        resource: ApiResource,
+        namespace: str | None,
+        timeout: float,
+        *,
+        label_selector: str = "",
+        limit: int = 500,
+        continue_token: str = "",
+    ) -> Page:
+        """One page of a list, across all namespaces when `namespace` is None."""
         ...
 
-    def list_device_classes(self, api_version: str, timeout: float) -> list[dict[str, Any]]: ...
+    def watch(self, resource: ApiResource, resource_version: str, timeout_seconds: int) -> Iterator[WatchEvent]:
+        """Changes after `resource_version`, all namespaces, until the server ends the watch."""
+        ...
+
+    def server_version(self, timeout: float) -> dict[str, Any]:
+        """GET /version."""
+        ...
 
 
-def version_of(api_version: str) -> str:
-    """`resource.k8s.io/v1` -> `v1`."""
-    group, _, version = api_version.rpartition("/")
-    if group != RESOURCE_GROUP or not version:
-        raise ValueError(f"not a {RESOURCE_GROUP} apiVersion: {api_version!r}")
-    return version
+def list_all(
+    api: ResourceApi, resource: ApiResource, namespace: str | None, timeout: float, *, label_selector: str = ""
+) -> Page:
+    """Every page of a list; the resourceVersion of the first page (the snapshot the list is from)."""
+    first = page = api.list_page(resource, namespace, timeout, label_selector=label_selector)
+    items = list(page.items)
+    while page.continue_token:
+        page = api.list_page(
+            resource, namespace, timeout, label_selector=label_selector, continue_token=page.continue_token
+        )
+        items.extend(page.items)
+    return Page(items, first.resource_version)

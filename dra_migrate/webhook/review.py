@@ -1,115 +1,99 @@
-"""The admission decision for one Pod: convert it, make its templates exist, answer.
+"""The admission decision for one Pod: select, convert, check, then hand over to the mode's handler.
 
 Order of the checks and why:
 1. Anything but a CREATE of a Pod is allowed untouched. The MutatingWebhookConfiguration
    registers CREATE only; an UPDATE that arrives anyway (another configuration, a manual
    test) gets no patch because a pod's resources and resourceClaims are immutable, so an
    already converted pod is left exactly as it is.
-2. Opt-out (webhook/optout.py): allowed, no patch.
-3. Conversion by the engine, with names a DeviceClass already serves through
-   extendedResourceName either warned about or left out (policy `extendedResourceClasses`).
-4. `audit` mode: no patch and no API call; warnings say what enforce mode would change.
-5. `enforce`: the templates are created in the request's namespace (a dry run only reads
-   them: nothing is created), then the patch. A template with our name but another spec ->
-   deny (409). API failures follow `apiUnavailable`: deny (503) or admit unconverted with
-   a warning. Engine errors (a part it could not convert) do not block the pod: they are
-   warnings, and the rest is converted.
+2. The pod's shape and size (webhook/podcheck.py): a pod no apiserver would send, or one over
+   the per-pod limits, is denied before any work. Opt-out of the pod (webhook/optout.py):
+   allowed, no patch.
+3. Namespace selection (webhook/namespaces.py), done by the server as well as by the
+   configuration's selectors, because a direct POST to /mutate bypasses the selectors:
+   a namespace the configuration does not select is left alone, and nothing is created there.
+4. Conversion by the engine, for the cluster's release (its version, unless the configuration
+   sets targetVersion) and with the cluster's DeviceClasses that serve extended resource names:
+   the migration strategy (`strategy:`) takes the same decision as the translator would for that
+   cluster. The engine's result lists what it converted; the pod is not walked again.
+5. ResourceQuotas the converted pod would escape (webhook/quota.py): `quotaGap` denies
+   (the default), warns, or converts anyway.
+6. The mode's handler (webhook/modes.py): `enforce` creates templates and patches, `audit`
+   only reports.
 
-Nothing here raises for a well-formed request: an unexpected error is a denial with code 500.
+API failures on the way are decided in webhook/failures.py (only an outage follows
+`apiUnavailable`). Nothing here raises for a well-formed request: an unexpected error is a
+denial with code 500.
 """
 
 from __future__ import annotations
 
-import enum
+import dataclasses
 import logging
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from dra_migrate.engine import Config, ConversionResult, convert
+from dra_migrate.engine import Config, ConversionResult, convert, with_served_classes
 from dra_migrate.webhook import messages
-from dra_migrate.webhook.envelope import AdmissionRequest, AdmissionResponse
-from dra_migrate.webhook.extended import ClassesByResource, ExtendedResourceIndex, without_resources
+from dra_migrate.webhook.budget import Budget
+from dra_migrate.webhook.cluster import ClusterCaches
+from dra_migrate.webhook.envelope import AdmissionRequest
+from dra_migrate.webhook.extended import ExtendedResourceIndex, without_resources
+from dra_migrate.webhook.failures import api_failure
+from dra_migrate.webhook.modes import ConvertedPod, handlers
+from dra_migrate.webhook.namespaces import NamespaceSelection
 from dra_migrate.webhook.optout import opt_out_reason
-from dra_migrate.webhook.patch import make_patch
 from dra_migrate.webhook.podcheck import limit_problem, shape_problem, without_managed_fields
-from dra_migrate.webhook.podresources import converted_resources, convertible, requested_resources
-from dra_migrate.webhook.policy import WebhookPolicy
-from dra_migrate.webhook.resource_api import ApiError
-from dra_migrate.webhook.templates import TemplateConflictError, TemplateEnsurer
+from dra_migrate.webhook.policy import Mode, QuotaGap, WebhookPolicy
+from dra_migrate.webhook.quota import QuotaLookup, quota_gaps
+from dra_migrate.webhook.resource_api import ApiError, ResourceApi
+from dra_migrate.webhook.responses import Decision, Outcome, allowed, denied
+from dra_migrate.webhook.templates import TemplateEnsurer
 
 log = logging.getLogger(__name__)
-
-
-class Outcome(enum.StrEnum):
-    PATCHED = "patched"
-    UNCHANGED = "unchanged"
-    AUDITED = "audited"
-    OPTED_OUT = "opted_out"
-    IGNORED = "ignored"
-    DENIED_CONFLICT = "denied_conflict"
-    DENIED_API_UNAVAILABLE = "denied_api_unavailable"
-    ADMITTED_API_UNAVAILABLE = "admitted_api_unavailable"
-    DENIED_ERROR = "denied_error"
-    DENIED_INVALID = "denied_invalid"
-
-
-@dataclass(frozen=True, slots=True)
-class Decision:
-    outcome: Outcome
-    response: AdmissionResponse
-    # Resource names converted (enforce) or that would be (audit), for metrics.
-    converted: tuple[str, ...] = ()
-
-
-def _decision_text(outcome: Outcome) -> str:
-    return str(outcome).replace("_", "-")
-
-
-def _deny(outcome: Outcome, code: int, message: str) -> Decision:
-    text = messages.one_line(message, messages.MAX_ANNOTATION_CHARS)
-    annotations = messages.audit_annotations({"decision": _decision_text(outcome), "reason": text})
-    return Decision(
-        outcome, AdmissionResponse(allowed=False, status_code=code, message=text, audit_annotations=annotations)
-    )
-
-
-def pod_label(pod: Mapping[str, Any]) -> str:
-    metadata = pod.get("metadata")
-    if not isinstance(metadata, dict):
-        metadata = {}
-    name = metadata.get("name") or (f"{metadata['generateName']}*" if metadata.get("generateName") else "")
-    return str(name or "(unnamed)")
 
 
 class Reviewer:
     def __init__(
         self,
         config: Config,
-        templates: TemplateEnsurer,
-        extended: ExtendedResourceIndex | None = None,
+        api: ResourceApi,
         *,
         policy: WebhookPolicy | None = None,
+        caches: ClusterCaches | None = None,
+        on_created: Callable[[], None] = lambda: None,
+        on_api_error: Callable[[str, str], None] = lambda operation, reason: None,
     ) -> None:
         self._config = config
-        self._policy = policy or WebhookPolicy()
-        self._templates = templates
-        self._extended = extended
-        # Configs with some names left to the scheduler, reused so their lookup caches stay warm.
-        self._skip_configs: dict[frozenset[tuple[str, tuple[str, ...]]], Config] = {}
+        self._policy = policy = policy or WebhookPolicy()
+        caches = caches or ClusterCaches()
+        self._namespaces = NamespaceSelection(policy.excluded_namespaces, api, caches.namespaces)
+        self._caches = caches
+        self._quotas = QuotaLookup(api, caches.quotas)
+        self._extended = ExtendedResourceIndex(lambda: caches.device_classes)
+        templates = TemplateEnsurer(
+            api,
+            lambda: caches.templates,
+            max_per_namespace=policy.max_templates_per_namespace,
+            on_created=on_created,
+            on_api_error=on_api_error,
+        )
+        self._handle = handlers(templates, policy)[policy.mode]
+        self._on_api_error = on_api_error
+        # The config for the cluster as last seen (release, serving classes), rebuilt when that changes.
+        self._derived: tuple[object, Config] = ((), config)
 
     @property
     def mode(self) -> str:
-        return self._policy.mode
+        return str(self._policy.mode)
 
     def review(self, request: AdmissionRequest) -> Decision:
         try:
             return self._review(request)
         except RecursionError:  # only user-made JSON nests this deep outside managedFields
-            return _deny(Outcome.DENIED_INVALID, 400, "dra-migrate: the pod is nested too deeply to be a real Pod")
+            return denied(Outcome.DENIED_INVALID, 400, "dra-migrate: the pod is nested too deeply to be a real Pod")
         except Exception as exc:
             log.exception("review %s failed", request.uid)
-            return _deny(
+            return denied(
                 Outcome.DENIED_ERROR,
                 500,
                 f"dra-migrate could not process this pod ({type(exc).__name__}: {exc}); "
@@ -118,143 +102,74 @@ class Reviewer:
 
     def _review(self, request: AdmissionRequest) -> Decision:
         if request.operation != "CREATE" or not request.is_pod or request.object is None:
-            return Decision(Outcome.IGNORED, AdmissionResponse(allowed=True))
+            return allowed(Outcome.IGNORED)
         pod = without_managed_fields(request.object)
         shape = shape_problem(pod)
         if shape is not None:
-            return _deny(Outcome.DENIED_INVALID, shape.code, shape.message)
+            return denied(Outcome.DENIED_INVALID, shape.code, shape.message)
         reason = opt_out_reason(pod)
         if reason is not None:
-            annotations = messages.audit_annotations({"decision": _decision_text(Outcome.OPTED_OUT), "reason": reason})
-            return Decision(Outcome.OPTED_OUT, AdmissionResponse(allowed=True, audit_annotations=annotations))
+            return allowed(Outcome.OPTED_OUT, annotations={"reason": reason})
         too_big = limit_problem(pod, self._config)
         if too_big is not None:
-            return _deny(Outcome.DENIED_INVALID, too_big.code, too_big.message)
+            return denied(Outcome.DENIED_INVALID, too_big.code, too_big.message)
+        budget = Budget(self._policy.api_timeout_seconds)
+        try:
+            skip = self._namespaces.skip_reason(request.namespace, budget)
+        except ApiError as exc:
+            return self._failed(exc, pod, request.namespace, f"read namespace {request.namespace}")
+        if skip is not None:
+            return allowed(Outcome.NOT_SELECTED, annotations={"reason": skip})
 
-        config, served_notes = self._effective_config(pod)
+        config = self._effective_config()
         result = convert(pod, config)
-        converted = converted_resources(pod, result.object, config)
-        notes = [note for name, note in served_notes if name in converted]
         if not result.changed or result.object is None:
             return self._unchanged(result)
-        if self._policy.mode == "audit":
-            return self._audited(result, converted, notes)
-        return self._enforce(request, pod, result, config, converted, notes)
-
-    def _effective_config(self, pod: Mapping[str, Any]) -> tuple[Config, list[tuple[str, str]]]:
-        """The config to convert with, and (resource, warning) notes about extendedResourceName classes."""
-        served = self._extended.current() if self._extended is not None else {}
-        if not served:
-            return self._config, []
-        requested = convertible(requested_resources(pod), self._config)
-        relevant = {name: classes for name, classes in served.items() if name in requested}
-        if not relevant:
-            return self._config, []
-        if self._policy.extended_resource_classes == "skip":
-            return self._skip_config(relevant), []
-        return self._config, [
-            (
-                name,
-                f"{name} is also served by DeviceClass {', '.join(classes)} through spec.extendedResourceName "
-                "(KEP-5004); converted to a claim anyway (webhook.extendedResourceClasses: warn)",
+        notes: list[str] = []
+        try:
+            quotas = self._quotas.quotas(request.namespace, budget) if result.conversions else []
+            gaps = quota_gaps(result.conversions, quotas, config.target, self._extended.extended_names())
+        except ApiError as exc:
+            return self._failed(
+                exc, pod, request.namespace, f"list the ResourceQuotas of namespace {request.namespace}"
             )
-            for name, classes in sorted(relevant.items())
-        ]
+        if gaps:
+            described = [gap.describe(request.namespace) for gap in gaps]
+            if self._policy.quota_gap is QuotaGap.DENY and self._policy.mode is Mode.ENFORCE:
+                return denied(
+                    Outcome.DENIED_QUOTA_GAP,
+                    403,
+                    f"dra-migrate: pod not admitted, converting it would take it out of its GPU quota: "
+                    f"{'; '.join(described)} (webhook.quotaGap: deny; `warn` or `convert` converts anyway)",
+                )
+            if self._policy.quota_gap is not QuotaGap.CONVERT:
+                notes += [f"webhook.quotaGap {self._policy.quota_gap}: {text}" for text in described]
+        return self._handle(ConvertedPod(request, pod, result, tuple(notes), budget))
 
-    def _skip_config(self, served: ClassesByResource) -> Config:
-        key = frozenset(served.items())
-        config = self._skip_configs.get(key)
-        if config is None:
-            if len(self._skip_configs) > 64:  # the cluster's classes changed many times: start over
-                self._skip_configs.clear()
-            config = self._skip_configs[key] = without_resources(self._config, served)
+    def _effective_config(self) -> Config:
+        """The configuration for the cluster as it is now: its release, and the DeviceClasses that
+        serve extended resource names (the engine's strategy decides with them)."""
+        target = self._caches.target or self._config.target
+        key = (target, self._extended.generation)
+        if self._derived[0] == key:
+            return self._derived[1]
+        config = with_served_classes(dataclasses.replace(self._config, target=target), self._extended.serving())
+        if self._policy.extended_resource_classes == "skip":  # deprecated: every served name, always
+            config = without_resources(config, self._extended.current())
+        self._derived = (key, config)
         return config
 
     def _unchanged(self, result: ConversionResult) -> Decision:
-        response = AdmissionResponse(
-            allowed=True,
+        return allowed(
+            Outcome.UNCHANGED,
             warnings=messages.warnings_for(result.findings),
-            audit_annotations=messages.audit_annotations(
-                {"problems": messages.joined(messages.problems(result.findings))}
-            ),
+            annotations={"problems": messages.joined(messages.problems(result.findings))},
         )
-        return Decision(Outcome.UNCHANGED, response)
 
-    def _audited(self, result: ConversionResult, converted: list[str], notes: list[str]) -> Decision:
-        response = AdmissionResponse(
-            allowed=True,
-            warnings=messages.warnings_for(result.findings, audit=True, extra=notes),
-            audit_annotations=messages.audit_annotations(
-                {
-                    "decision": "audit-not-applied",
-                    "would-convert": messages.joined(messages.changes(result.findings)),
-                    "problems": messages.joined([*messages.problems(result.findings), *notes]),
-                }
-            ),
-        )
-        return Decision(Outcome.AUDITED, response, tuple(converted))
-
-    def _enforce(
-        self,
-        request: AdmissionRequest,
-        pod: dict[str, Any],
-        result: ConversionResult,
-        config: Config,
-        converted: list[str],
-        notes: list[str],
-    ) -> Decision:
-        assert result.object is not None
-        templates = [self._in_namespace(t, request.namespace, config) for t in result.templates]
-        try:
-            created = self._templates.ensure(templates, create=not request.dry_run)
-        except TemplateConflictError as exc:
-            return _deny(Outcome.DENIED_CONFLICT, 409, str(exc))
-        except ApiError as exc:
-            return self._api_unavailable(pod, templates, exc)
-        response = AdmissionResponse(
-            allowed=True,
-            patch=make_patch(pod, result.object),
-            warnings=messages.warnings_for(result.findings, extra=notes),
-            audit_annotations=messages.audit_annotations(
-                {
-                    "decision": "converted-dry-run" if request.dry_run else "converted",
-                    "converted": messages.joined(messages.changes(result.findings)),
-                    "problems": messages.joined([*messages.problems(result.findings), *notes]),
-                    "templates-created": ",".join(created),
-                }
-            ),
-        )
-        return Decision(Outcome.PATCHED, response, tuple(converted))
-
-    def _api_unavailable(self, pod: dict[str, Any], templates: list[dict[str, Any]], exc: ApiError) -> Decision:
-        names = ", ".join(f"{t['metadata']['namespace']}/{t['metadata']['name']}" for t in templates)
-        problem = f"cannot check or create ResourceClaimTemplate {names}: {exc.detail}"
-        if self._policy.api_unavailable == "deny":
-            return _deny(
-                Outcome.DENIED_API_UNAVAILABLE,
-                503,
-                f"dra-migrate: pod {pod_label(pod)} not admitted: {problem} "
-                "(webhook.apiUnavailable: deny); retry when the Kubernetes API is reachable",
-            )
-        warning = (
-            f"{messages.PREFIX} warning: pod admitted WITHOUT conversion, it keeps its device-plugin requests: "
-            f"{problem} (webhook.apiUnavailable: admit)"
-        )
-        response = AdmissionResponse(
-            allowed=True,
-            warnings=(messages.one_line(warning, messages.MAX_WARNING_CHARS),),
-            audit_annotations=messages.audit_annotations({"decision": "admitted-unconverted", "reason": problem}),
-        )
-        return Decision(Outcome.ADMITTED_API_UNAVAILABLE, response)
-
-    @staticmethod
-    def _in_namespace(template: dict[str, Any], namespace: str, config: Config) -> dict[str, Any]:
-        """The template as it is created: in the request's namespace (a generateName pod may carry
-        none) and in the API version the target serves."""
-        # The engine builds its templates fresh for each call: a shallow copy is enough.
-        out = {**template, "metadata": {**template["metadata"], "namespace": namespace}}
-        if out.get("apiVersion") != config.target.dra_api_version:
-            written = convert(out, config).object
-            if written is not None:
-                out = written
-        return out
+    def _failed(self, exc: ApiError, pod: Mapping[str, Any], namespace: str, what: str) -> Decision:
+        self._on_api_error(exc.operation, exc.reason)
+        if self._policy.mode is Mode.AUDIT:  # audit mode reports and never refuses
+            text = f"cannot {what}: {exc.detail}"
+            warning = messages.one_line(f"{messages.PREFIX} warning (audit mode): {text}", messages.MAX_WARNING_CHARS)
+            return allowed(Outcome.UNCHANGED, warnings=(warning,), annotations={"problems": text})
+        return api_failure(exc, self._policy, pod, namespace, what)

@@ -19,7 +19,7 @@ Worker model: gunicorn with gevent (webhook/worker.py), 2 processes by default.
 - Metrics: several processes, so prometheus-client multiprocess mode (webhook/metrics.py);
   `serve` creates the directory and removes it on exit.
 - No preload: each worker builds its own app after the fork, so the Kubernetes client's
-  connection pool and the DeviceClass refresher belong to that worker. The configuration
+  connection pool and the watches of the cluster (webhook/cluster.py) belong to that worker. The configuration
   is parsed once, before the fork, and is never reloaded: a config change rolls the
   Deployment (the ConfigMap name carries a content hash).
 - gunicorn's control socket is off: the pod's root filesystem is read-only and nobody
@@ -28,7 +28,9 @@ Worker model: gunicorn with gevent (webhook/worker.py), 2 processes by default.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
+import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,10 +44,10 @@ from dra_migrate.certs.reload import GunicornSSLContextHook, gunicorn_ssl_contex
 from dra_migrate.configfile import Settings
 from dra_migrate.webhook import metrics
 from dra_migrate.webhook.app import create_app
-from dra_migrate.webhook.extended import ExtendedResourceIndex
+from dra_migrate.webhook.cluster import ClusterWatch
 from dra_migrate.webhook.kube_client import KubeResourceApi
+from dra_migrate.webhook.namespaces import own_namespace
 from dra_migrate.webhook.review import Reviewer
-from dra_migrate.webhook.templates import TemplateEnsurer
 from dra_migrate.webhook.worker import deferred_handshake_setting
 
 # Longer than kube-apiserver's 90 s idle timeout for webhook connections (see above).
@@ -67,6 +69,7 @@ class ServeOptions:
     noop_route: bool = False
     log_level: str = "info"
     access_log: bool = False
+    client_ca: Path | None = None  # verify the apiserver's client certificate (reviews require one)
 
 
 def _child_exit(server: Any, worker: Any) -> None:
@@ -85,6 +88,9 @@ def gunicorn_settings(options: ServeOptions, ssl_hook: GunicornSSLContextHook) -
         "certfile": str(options.cert),
         "keyfile": str(options.key),
         "ssl_context": deferred_handshake_setting(ssl_hook),
+        # Read by the ssl_context hook: ask for and verify client certificates, but admit clients
+        # without one (kubelet probes); webhook/app.py requires one for reviews.
+        **({"ca_certs": str(options.client_ca), "cert_reqs": ssl.CERT_OPTIONAL} if options.client_ca else {}),
         "do_handshake_on_connect": True,  # WebhookWorker does it, with a deadline
         "http_protocols": "h1",
         "preload_app": False,
@@ -98,28 +104,37 @@ def gunicorn_settings(options: ServeOptions, ssl_hook: GunicornSSLContextHook) -
 
 
 def build_app(
-    settings: Settings, kube: k8s.Configuration, *, noop_route: bool, readiness: Callable[[], list[str]]
+    settings: Settings,
+    kube: k8s.Configuration,
+    *,
+    noop_route: bool,
+    readiness: Callable[[], list[str]],
+    require_client_certificate: bool = False,
 ) -> Flask:
     """The WSGI app of one worker process, wired to the real Kubernetes API."""
     config, policy = settings.config, settings.webhook
+    own = own_namespace()
+    if own and own not in policy.excluded_namespaces:  # never convert (or gate) the webhook's own pods
+        policy = dataclasses.replace(policy, excluded_namespaces=(*policy.excluded_namespaces, own))
     api = KubeResourceApi(kube)
-    ensurer = TemplateEnsurer(
+    caches = ClusterWatch(
         api,
-        timeout=policy.api_timeout_seconds,
-        cache_seconds=policy.cache_seconds,
-        on_created=metrics.template_created,
-        on_api_error=metrics.api_error,
-    )
-    dra_version = config.target.dra_api_version
-    index = ExtendedResourceIndex(
-        lambda timeout: api.list_device_classes(dra_version, timeout),
-        refresh_seconds=policy.cache_seconds,
+        config.target,
+        detect_target=not settings.target_given,
         timeout=policy.api_timeout_seconds,
         on_api_error=metrics.api_error,
+        on_event=metrics.watch_event,
+    ).start()
+    reviewer = Reviewer(
+        config, api, policy=policy, caches=caches, on_created=metrics.template_created, on_api_error=metrics.api_error
     )
-    index.start()
     metrics.set_known_resources(config.mappings.exact_names())
-    app = create_app(Reviewer(config, ensurer, index, policy=policy), readiness=readiness, noop_route=noop_route)
+    app = create_app(
+        reviewer,
+        readiness=readiness,
+        noop_route=noop_route,
+        require_client_certificate=require_client_certificate,
+    )
     # Everything loaded so far (flask, the kubernetes client's models, the engine) lives as
     # long as the worker: keep it out of the collector's full passes, which otherwise scan it
     # all (~12 ms) every so often in the middle of a review.
@@ -146,7 +161,13 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no
             self.cfg.set(name, value)
 
     def load(self) -> Flask:
-        return build_app(self._settings, self._kube, noop_route=self._options.noop_route, readiness=self.readiness)
+        return build_app(
+            self._settings,
+            self._kube,
+            noop_route=self._options.noop_route,
+            readiness=self.readiness,
+            require_client_certificate=self._options.client_ca is not None,
+        )
 
     def readiness(self) -> list[str]:
         """Not ready while this worker serves no certificate, or one that is expired or not

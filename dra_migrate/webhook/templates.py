@@ -3,10 +3,18 @@
 Templates, never ResourceClaims: a claim made at admission has no owner (the pod has no UID
 yet) and outlives the pod; the resourceclaim controller owns claims made from a template.
 
-The common path makes no API call: a template verified or created recently is remembered
-per worker for `cache_seconds`. Template names carry a hash of their spec
-(dra_migrate.engine.templates.template_name), so a remembered name stands for its spec.
-The memory expires so that a template deleted by hand is recreated for later pods.
+Answers come from a watched copy of every ResourceClaimTemplate in the cluster
+(webhook/watchcache.py), so the common path makes no API call, a deleted template is
+created again for the next pod, and a template replaced with another spec is refused (409)
+from the next review on, by every replica alike. While the copy is not current (start-up, a
+broken watch) the API is asked directly. A conflict found that way is remembered for a few
+seconds, so a burst of pods against one conflicting template does not become a burst of API
+calls.
+
+The number of templates dra-migrate creates in one namespace is bounded
+(`webhook.maxTemplatesPerNamespace`): the webhook runs before the apiserver validates the
+pod, so a user who may create pods, but not templates, could otherwise make it create any
+number of distinct templates with pods that fail validation afterwards.
 """
 
 from __future__ import annotations
@@ -14,19 +22,36 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from dra_migrate.engine import spec_matches
-from dra_migrate.webhook import deadline
-from dra_migrate.webhook.resource_api import AlreadyExistsError, ApiError, ResourceApi
+from dra_migrate.engine import MANAGED_BY_LABEL, MANAGED_BY_VALUE, RESOURCE_GROUP, spec_key
+from dra_migrate.webhook.budget import Budget
+from dra_migrate.webhook.resource_api import AlreadyExistsError, ApiError, ApiResource, ResourceApi, claim_templates
+from dra_migrate.webhook.watchcache import WatchCache
 
-# The deploy's MutatingWebhookConfiguration timeoutSeconds is sized for "a get and a create"
-# of apiTimeoutSeconds each; the whole review's API work stays inside that.
-BUDGET_CALLS = 2
-MAX_REMEMBERED = 10_000
+# How long a conflict found by asking the API directly is remembered (the watched copy needs no memory).
+CONFLICT_SECONDS = 5.0
+MAX_REMEMBERED_CONFLICTS = 1_000
+MANAGED_SELECTOR = f"{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}"
 
-TemplateKey = tuple[str, str, str]  # (apiVersion, namespace, name)
+
+@dataclass(frozen=True, slots=True)
+class TemplateRecord:
+    """What the watched copy keeps of a template: enough to compare it and to count ours."""
+
+    uid: str
+    spec_key: str
+    managed: bool
+
+
+def template_record(obj: Mapping[str, Any]) -> TemplateRecord:
+    metadata = obj.get("metadata")
+    metadata = metadata if isinstance(metadata, Mapping) else {}
+    labels = metadata.get("labels")
+    managed = isinstance(labels, Mapping) and labels.get(MANAGED_BY_LABEL) == MANAGED_BY_VALUE
+    return TemplateRecord(str(metadata.get("uid") or ""), spec_key(dict(obj)), managed)
 
 
 class TemplateConflictError(Exception):
@@ -42,43 +67,37 @@ class TemplateConflictError(Exception):
         self.name = name
 
 
-class Budget:
-    """One review's allowance of API time; each call gets the per-call timeout or what is left."""
+class TemplateLimitError(Exception):
+    """Creating one more template would pass webhook.maxTemplatesPerNamespace."""
 
-    def __init__(self, per_call: float, calls: int = BUDGET_CALLS, clock: Callable[[], float] = time.monotonic):
-        self._per_call = per_call
-        self._clock = clock
-        left = deadline.remaining()  # the review's own deadline (webhook/deadline.py), if any
-        self._deadline = clock() + min(per_call * calls, per_call * calls if left is None else left)
-
-    def timeout(self, operation: str) -> float:
-        left = self._deadline - self._clock()
-        if left <= 0.01:
-            raise ApiError(operation, "timeout", "the review's time for Kubernetes API calls is used up")
-        return min(self._per_call, left)
+    def __init__(self, namespace: str, limit: int) -> None:
+        super().__init__(
+            f"namespace {namespace} already has {limit} ResourceClaimTemplates created by dra-migrate "
+            "(webhook.maxTemplatesPerNamespace), and this pod needs another one. Delete the unused ones "
+            f"(kubectl get resourceclaimtemplates -n {namespace} -l {MANAGED_SELECTOR}; "
+            "a template in use is recreated for the next pod that needs it), or raise the limit"
+        )
+        self.namespace = namespace
+        self.limit = limit
 
 
-class RememberedTemplates:
-    """Thread-safe, size-bounded memory of templates known to exist, each for `ttl` seconds."""
+class _Conflicts:
+    """Conflicts found by a direct read, each remembered for CONFLICT_SECONDS (thread-safe, bounded)."""
 
-    def __init__(self, ttl: float, max_entries: int = MAX_REMEMBERED, clock: Callable[[], float] = time.monotonic):
-        self._ttl = ttl
-        self._max = max_entries
+    def __init__(self, clock: Callable[[], float]) -> None:
         self._clock = clock
         self._lock = threading.Lock()
-        self._until: OrderedDict[TemplateKey, float] = OrderedDict()
+        self._until: OrderedDict[tuple[str, str, str], float] = OrderedDict()
 
-    def __contains__(self, key: TemplateKey) -> bool:
+    def __contains__(self, key: tuple[str, str, str]) -> bool:
         until = self._until.get(key)
         return until is not None and until > self._clock()
 
-    def add(self, key: TemplateKey) -> None:
-        if self._ttl <= 0:
-            return
+    def add(self, key: tuple[str, str, str]) -> None:
         with self._lock:
-            self._until[key] = self._clock() + self._ttl
+            self._until[key] = self._clock() + CONFLICT_SECONDS
             self._until.move_to_end(key)
-            while len(self._until) > self._max:
+            while len(self._until) > MAX_REMEMBERED_CONFLICTS:
                 self._until.popitem(last=False)
 
 
@@ -90,26 +109,25 @@ class TemplateEnsurer:
     def __init__(
         self,
         api: ResourceApi,
+        cache: Callable[[], WatchCache[TemplateRecord] | None] = lambda: None,
         *,
-        timeout: float,
-        cache_seconds: float,
+        max_per_namespace: int = 64,
         on_created: Callable[[], None] = lambda: None,
         on_api_error: Callable[[str, str], None] = _noop_error,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._api = api
-        self._timeout = timeout
-        self._clock = clock
-        self._known = RememberedTemplates(cache_seconds, clock=clock)
+        self._cache = cache
+        self._max = max_per_namespace
+        self._conflicts = _Conflicts(clock)
         self._on_created = on_created
         self._on_api_error = on_api_error
 
-    def ensure(self, templates: Sequence[dict[str, Any]], *, create: bool) -> list[str]:
-        """Names of the templates created. With `create=False` (dry run) only existing ones are checked.
+    def ensure(self, templates: Sequence[dict[str, Any]], *, create: bool, budget: Budget) -> list[str]:
+        """Names of the templates created. With `create=False` (dry run) nothing is created.
 
-        Raises TemplateConflictError, or ApiError when the API cannot give an answer in time.
+        Raises TemplateConflictError, TemplateLimitError, or ApiError when the API gives no usable answer.
         """
-        budget = Budget(self._timeout, clock=self._clock)
         created: list[str] = []
         for template in templates:
             try:
@@ -120,30 +138,72 @@ class TemplateEnsurer:
                 raise
         return created
 
+    def _current(self, resource: ApiResource) -> WatchCache[TemplateRecord] | None:
+        """The watched copy, when it is current and of the version asked for."""
+        cache = self._cache()
+        return cache if cache is not None and cache.synced and cache.resource == resource else None
+
     def _ensure_one(self, template: dict[str, Any], create: bool, budget: Budget) -> bool:
-        api_version = template["apiVersion"]
         namespace = template["metadata"]["namespace"]
         name = template["metadata"]["name"]
-        key = (api_version, namespace, name)
-        if key in self._known:
-            return False
-        existing = self._api.get_template(api_version, namespace, name, budget.timeout("get_template"))
-        made = False
-        if existing is None:
-            if not create:
-                return False
-            try:
-                self._api.create_template(template, budget.timeout("create_template"))
-                made = True
-                self._on_created()
-            except AlreadyExistsError:
-                # Lost a race with another replica or worker: compare with the winner's copy.
-                existing = self._api.get_template(api_version, namespace, name, budget.timeout("get_template"))
-                if existing is None:
-                    raise ApiError(
-                        "get_template", "vanished", f"{namespace}/{name} was deleted while being created"
-                    ) from None
-        if existing is not None and not spec_matches(existing, template):
+        wanted = spec_key(template)
+        key = (namespace, name, wanted)
+        if key in self._conflicts:
             raise TemplateConflictError(namespace, name)
-        self._known.add(key)
-        return made
+        resource = claim_templates(_version(template))
+        cache = self._current(resource)
+        if cache is not None:
+            record = cache.get(namespace, name)
+            if record is not None:
+                return self._compare(record.spec_key, wanted, namespace, name, remember=False)
+        else:
+            existing = self._api.get(resource, namespace, name, budget.timeout("get_resourceclaimtemplates"))
+            if existing is not None:
+                return self._compare(spec_key(existing), wanted, namespace, name, remember=True)
+        if not create:
+            return False
+        self._check_limit(resource, namespace, budget)
+        try:
+            stored = self._api.create(resource, namespace, template, budget.timeout("create_resourceclaimtemplates"))
+        except AlreadyExistsError:
+            # Lost a race with another replica or worker (or the copy is a moment behind): compare.
+            existing = self._api.get(resource, namespace, name, budget.timeout("get_resourceclaimtemplates"))
+            if existing is None:
+                raise ApiError(
+                    "get_resourceclaimtemplates", "vanished", f"{namespace}/{name} was deleted while being created"
+                ) from None
+            return self._compare(spec_key(existing), wanted, namespace, name, remember=True)
+        if cache is not None:
+            cache.observe(stored)  # counted and known at once, before the watch event
+        self._on_created()
+        return True
+
+    def _compare(self, existing: str, wanted: str, namespace: str, name: str, *, remember: bool) -> bool:
+        if existing != wanted:
+            if remember:
+                self._conflicts.add((namespace, name, wanted))
+            raise TemplateConflictError(namespace, name)
+        return False
+
+    def _check_limit(self, resource: ApiResource, namespace: str, budget: Budget) -> None:
+        cache = self._current(resource)
+        if cache is not None:
+            count = sum(1 for record in cache.items(namespace) if record.managed)
+        else:
+            page = self._api.list_page(
+                resource,
+                namespace,
+                budget.timeout("list_resourceclaimtemplates"),
+                label_selector=MANAGED_SELECTOR,
+                limit=self._max + 1,
+            )
+            count = len(page.items)
+        if count >= self._max:
+            raise TemplateLimitError(namespace, self._max)
+
+
+def _version(template: Mapping[str, Any]) -> str:
+    group, _, version = str(template.get("apiVersion", "")).rpartition("/")
+    if group != RESOURCE_GROUP or not version:
+        raise ValueError(f"not a {RESOURCE_GROUP} apiVersion: {template.get('apiVersion')!r}")
+    return version

@@ -1,15 +1,22 @@
-"""A stand-in for the few kube-apiserver endpoints the webhook calls, for tests and the benchmark.
+"""A stand-in for the kube-apiserver endpoints the webhook calls, for tests and the benchmark.
 
-`FakeKube` keeps ResourceClaimTemplates and DeviceClasses in memory and implements
-ResourceApi directly (in-process tests); `FakeKubeServer` serves the same store over HTTP
-so a real `dra-migrate serve` can use it through a generated kubeconfig:
+`FakeKube` keeps objects in memory and implements ResourceApi directly (in-process tests);
+`FakeKubeServer` serves the same store over HTTP so a real `dra-migrate serve` can use it
+through a generated kubeconfig. Paths follow the real API:
 
-    GET  /apis/resource.k8s.io/{version}/namespaces/{ns}/resourceclaimtemplates/{name}
-    POST /apis/resource.k8s.io/{version}/namespaces/{ns}/resourceclaimtemplates
-    GET  /apis/resource.k8s.io/{version}/deviceclasses
+    GET  /version
+    GET  /api/v1/namespaces[/{name}]                      (list, watch, get)
+    GET  /api/v1[/namespaces/{ns}]/resourcequotas          (list, watch)
+    GET  /apis/resource.k8s.io/{v}[/namespaces/{ns}]/resourceclaimtemplates[/{name}]
+    POST /apis/resource.k8s.io/{v}/namespaces/{ns}/resourceclaimtemplates
+    GET  /apis/resource.k8s.io/{v}/deviceclasses           (list, watch)
 
-Created templates get the apiserver's request defaults (allocationMode ExactCount, count 1)
-and server metadata, like the real thing. `serve` never uses this module.
+Lists honour `labelSelector` (equality only) and `limit`/`continue`; `?watch=true` streams
+events after `resourceVersion` as chunked JSON lines until `timeoutSeconds`, like the real
+server. Every change gets the next resourceVersion. Created templates get the apiserver's
+request defaults (allocationMode ExactCount, count 1) and server metadata. Namespaces that
+were never added exist implicitly for GET (so tests need not create them); only added ones
+are listed and watched. `serve` never uses this module.
 """
 
 from __future__ import annotations
@@ -20,121 +27,281 @@ import re
 import threading
 import time
 import uuid
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
-from dra_migrate.webhook.resource_api import AlreadyExistsError, ApiError
-
-_TEMPLATE = re.compile(
-    r"/apis/resource\.k8s\.io/(?P<v>[^/]+)/namespaces/(?P<ns>[^/]+)/resourceclaimtemplates(?:/(?P<name>[^/]+))?"
+from dra_migrate.webhook.resource_api import (
+    NAMESPACES,
+    RESOURCE_QUOTAS,
+    ApiResource,
+    Page,
+    WatchEvent,
+    claim_templates,
+    device_classes,
+    status_error,
 )
-_CLASSES = re.compile(r"/apis/resource\.k8s\.io/(?P<v>[^/]+)/deviceclasses")
+
+_PATH = re.compile(
+    r"/api(?:s/(?P<group>[^/]+))?/(?P<version>[^/]+)(?:/namespaces/(?P<ns>[^/]+))?/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?"
+)
+TEMPLATES = "resourceclaimtemplates"
+Key = tuple[str, str, str]  # (plural, namespace or "", name)
 
 
 @dataclass
 class FakeKube:
-    templates: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
-    device_classes: list[dict[str, Any]] = field(default_factory=list)
+    objects: dict[Key, dict[str, Any]] = field(default_factory=dict)
     # (method, path) of every call, in order.
     calls: list[tuple[str, str]] = field(default_factory=list)
-    # Test knobs: answer every call with this HTTP status, or only after this many seconds;
-    # `lose_create_races`: store a POSTed template but answer 409, as if another replica
-    # had created the same object between our GET and our POST.
+    # Test knobs: answer every call with this HTTP status (and Status message), or only after this
+    # many seconds; `lose_create_races`: store a POSTed template but answer 409, as if another
+    # replica had created the same object between our GET and our POST; `implicit_namespaces`:
+    # GET of a namespace nobody added answers with a bare namespace instead of 404.
     fail_status: int | None = None
+    fail_message: str = ""
+    fail_kind: str = ""
+    # The same, for creates only (a quota or RBAC refusing a template, a namespace deleted meanwhile).
+    create_status: int | None = None
+    create_message: str = ""
+    create_kind: str = ""
     delay: float = 0.0
     lose_create_races: bool = False
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    implicit_namespaces: bool = True
+    version: str = "v1.34.4"
+    resource_version: int = 1
+    events: list[tuple[int, str, str, dict[str, Any]]] = field(default_factory=list)  # (rv, plural, type, obj)
+    lock: threading.Condition = field(default_factory=threading.Condition)
+    closed: bool = False
+
+    # --- test helpers ---
 
     def calls_to(self, method: str, fragment: str = "") -> int:
         with self.lock:
             return sum(1 for m, path in self.calls if m == method and fragment in path)
 
+    @property
+    def templates(self) -> dict[tuple[str, str], dict[str, Any]]:
+        """(namespace, name) -> ResourceClaimTemplate, a snapshot."""
+        with self.lock:
+            return {(ns, name): obj for (plural, ns, name), obj in self.objects.items() if plural == TEMPLATES}
+
+    def put(self, plural: str, obj: dict[str, Any]) -> dict[str, Any]:
+        """Create, or update in place (same uid); delete first to replace with a new object."""
+        metadata = obj.setdefault("metadata", {})
+        key = (plural, str(metadata.get("namespace") or ""), str(metadata["name"]))
+        with self.lock:
+            existing = self.objects.get(key)
+            metadata.setdefault("uid", existing["metadata"]["uid"] if existing else str(uuid.uuid4()))
+            stored = self._record(key, obj, "MODIFIED" if existing else "ADDED")
+        return stored
+
+    def delete(self, plural: str, namespace: str, name: str) -> None:
+        with self.lock:
+            obj = self.objects.pop((plural, namespace, name), None)
+            if obj is not None:
+                self._record((plural, namespace, name), obj, "DELETED", store=False)
+
+    def add_namespace(self, name: str, labels: Mapping[str, str] | None = None) -> None:
+        self.put(
+            "namespaces",
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name, **(labels or {})}},
+            },
+        )
+
+    def add_quota(self, namespace: str, name: str, hard: Mapping[str, str], **spec: Any) -> None:
+        body = {"hard": dict(hard), **spec}
+        self.put(
+            "resourcequotas",
+            {
+                "apiVersion": "v1",
+                "kind": "ResourceQuota",
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": body,
+            },
+        )
+
     def add_device_class(self, name: str, extended_resource_name: str | None = None) -> None:
         spec: dict[str, Any] = {"selectors": [{"cel": {"expression": f'device.driver == "{name}"'}}]}
         if extended_resource_name:
             spec["extendedResourceName"] = extended_resource_name
-        device_class = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name}}
+        self.put(
+            "deviceclasses",
+            {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name}, "spec": spec},
+        )
+
+    def add_template(self, template: Mapping[str, Any], namespace: str) -> dict[str, Any]:
+        return self.put(TEMPLATES, _with_server_fields(dict(template), namespace))
+
+    def close(self) -> None:
+        """End every open watch."""
         with self.lock:
-            self.device_classes.append({**device_class, "spec": spec})
+            self.closed = True
+            self.lock.notify_all()
+
+    def _record(self, key: Key, obj: dict[str, Any], kind: str, *, store: bool = True) -> dict[str, Any]:
+        self.resource_version += 1
+        obj = copy.deepcopy(obj)
+        obj["metadata"]["resourceVersion"] = str(self.resource_version)
+        if store:
+            self.objects[key] = obj
+        self.events.append((self.resource_version, key[0], kind, obj))
+        self.lock.notify_all()
+        return copy.deepcopy(obj)
 
     # --- the store, shared by both front ends; returns (HTTP status, body) ---
 
     def handle(self, method: str, path: str, body: Any = None) -> tuple[int, dict[str, Any]]:
+        """A non-watch request."""
         with self.lock:
             self.calls.append((method, path))
             fail = self.fail_status
         if self.delay:
             time.sleep(self.delay)
         if fail is not None:
-            return fail, _status(fail, "Failure", f"injected failure {fail}")
-        route = urlsplit(path).path
-        if method == "GET" and (found := _CLASSES.fullmatch(route)):
-            with self.lock:
-                items = copy.deepcopy(self.device_classes)
-            return 200, {"apiVersion": f"resource.k8s.io/{found['v']}", "kind": "DeviceClassList", "items": items}
-        found = _TEMPLATE.fullmatch(route)
+            return fail, _status(fail, "Failure", self.fail_message or f"injected failure {fail}", self.fail_kind)
+        if method == "POST" and self.create_status is not None:
+            message = self.create_message or f"injected failure {self.create_status}"
+            return self.create_status, _status(self.create_status, "Failure", message, self.create_kind)
+        url = urlsplit(path)
+        if method == "GET" and url.path == "/version":
+            major, minor = self.version.lstrip("v").split(".")[:2]
+            return 200, {"major": major, "minor": minor, "gitVersion": self.version}
+        found = _PATH.fullmatch(url.path)
         if found is None:
-            return 404, _status(404, "NotFound", f"the server could not find the requested resource {route}")
-        namespace, name = found["ns"], found["name"]
+            return 404, _status(404, "NotFound", f"the server could not find the requested resource {url.path}")
+        plural, namespace, name = found["plural"], found["ns"], found["name"]
         if method == "GET" and name:
-            with self.lock:
-                template = copy.deepcopy(self.templates.get((namespace, name)))
-            if template is None:
-                return 404, _status(404, "NotFound", f'resourceclaimtemplates "{name}" not found')
-            return 200, template
-        if method == "POST" and not name and isinstance(body, dict):
-            return self._create(namespace, body)
-        return 405, _status(405, "MethodNotAllowed", f"{method} {route} is not supported here")
+            return self._get(plural, namespace or "", name)
+        if method == "GET":
+            return self._list(found, namespace, parse_qs(url.query))
+        if method == "POST" and not name and namespace and isinstance(body, dict):
+            return self._create(plural, namespace, body)
+        return 405, _status(405, "MethodNotAllowed", f"{method} {url.path} is not supported here")
 
-    def _create(self, namespace: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        name = str((body.get("metadata") or {}).get("name", ""))
-        stored = _with_server_fields(body, namespace)
-        exists = _status(409, "AlreadyExists", f'resourceclaimtemplates "{name}" already exists')
+    def _get(self, plural: str, namespace: str, name: str) -> tuple[int, dict[str, Any]]:
         with self.lock:
-            if (namespace, name) in self.templates:
+            obj = copy.deepcopy(self.objects.get((plural, namespace, name)))
+        if obj is None and plural == "namespaces" and self.implicit_namespaces:
+            labels = {"kubernetes.io/metadata.name": name}
+            obj = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+        if obj is None:
+            return 404, _status(404, "NotFound", f'{plural} "{name}" not found', plural)
+        return 200, obj
+
+    def _list(
+        self, found: re.Match[str], namespace: str | None, query: dict[str, list[str]]
+    ) -> tuple[int, dict[str, Any]]:
+        plural = found["plural"]
+        selector = _selector(query)
+        with self.lock:
+            items = [
+                copy.deepcopy(obj)
+                for (kind, ns, _), obj in sorted(self.objects.items())
+                if kind == plural and (namespace is None or ns == namespace) and _labels_match(obj, selector)
+            ]
+            version = str(self.resource_version)
+        start = int((query.get("continue") or ["0"])[0] or 0)
+        limit = int((query.get("limit") or ["0"])[0] or 0) or len(items) or 1
+        page = items[start : start + limit]
+        metadata = {"resourceVersion": version}
+        if start + limit < len(items):
+            metadata["continue"] = str(start + limit)
+        group = found["group"]
+        api_version = f"{group}/{found['version']}" if group else found["version"]
+        return 200, {"apiVersion": api_version, "kind": "List", "metadata": metadata, "items": page}
+
+    def _create(self, plural: str, namespace: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        name = str((body.get("metadata") or {}).get("name", ""))
+        exists = _status(409, "AlreadyExists", f'{plural} "{name}" already exists', plural)
+        with self.lock:
+            if (plural, namespace, name) in self.objects:
                 return 409, exists
-            self.templates[(namespace, name)] = stored
+            stored = self._record((plural, namespace, name), _with_server_fields(body, namespace), "ADDED")
             if self.lose_create_races:
                 return 409, exists
-        return 201, copy.deepcopy(stored)
+        return 201, stored
+
+    def events_after(
+        self, plural: str, resource_version: int, selector: dict[str, str], timeout: float
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Watch events of `plural` after `resource_version`, as they happen, for `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        seen = resource_version
+        while True:
+            with self.lock:
+                fresh = [(rv, t, obj) for rv, p, t, obj in self.events if rv > seen and p == plural]
+                if not fresh:
+                    left = deadline - time.monotonic()
+                    if left <= 0 or self.closed:
+                        return
+                    self.lock.wait(min(left, 0.5))
+                    continue
+            for rv, kind, obj in fresh:
+                seen = rv
+                if _labels_match(obj, selector):
+                    yield kind, copy.deepcopy(obj)
 
     # --- ResourceApi, for in-process use ---
 
-    def get_template(self, api_version: str, namespace: str, name: str, timeout: float) -> dict[str, Any] | None:
-        status, body = self.handle("GET", _template_path(api_version, namespace, name))
-        if status == 404:
+    def get(self, resource: ApiResource, namespace: str | None, name: str, timeout: float) -> dict[str, Any] | None:
+        status, body = self.handle("GET", resource.path(namespace, name))
+        if status == 404 and body.get("details", {}).get("kind") in (None, resource.plural):
             return None
-        return _ok("get_template", status, body)
+        return _ok(f"get_{resource.plural}", status, body)
 
-    def create_template(self, template: dict[str, Any], timeout: float) -> dict[str, Any]:
-        namespace = template["metadata"]["namespace"]
-        status, body = self.handle("POST", _template_path(template["apiVersion"], namespace), template)
-        if status == 409:
-            raise AlreadyExistsError("create_template", body["message"])
-        return _ok("create_template", status, body)
+    def create(self, resource: ApiResource, namespace: str, body: dict[str, Any], timeout: float) -> dict[str, Any]:
+        status, answer = self.handle("POST", resource.path(namespace), body)
+        return _ok(f"create_{resource.plural}", status, answer)
 
-    def list_device_classes(self, api_version: str, timeout: float) -> list[dict[str, Any]]:
-        status, body = self.handle("GET", f"/apis/{api_version}/deviceclasses")
-        items: list[dict[str, Any]] = _ok("list_deviceclasses", status, body)["items"]
-        return items
+    def list_page(
+        self,
+        resource: ApiResource,
+        namespace: str | None,
+        timeout: float,
+        *,
+        label_selector: str = "",
+        limit: int = 500,
+        continue_token: str = "",
+    ) -> Page:
+        query = f"?limit={limit}&labelSelector={label_selector}&continue={continue_token}"
+        status, body = self.handle("GET", resource.path(namespace) + query)
+        page = _ok(f"list_{resource.plural}", status, body)
+        return Page(page["items"], page["metadata"]["resourceVersion"], page["metadata"].get("continue", ""))
+
+    def watch(self, resource: ApiResource, resource_version: str, timeout_seconds: int) -> Iterator[WatchEvent]:
+        status, body = self.handle("GET", resource.path() + "?watch=true")
+        _ok(f"watch_{resource.plural}", status, body)
+        yield from self.events_after(resource.plural, int(resource_version or 0), {}, timeout_seconds)
+
+    def server_version(self, timeout: float) -> dict[str, Any]:
+        return _ok("get_version", *self.handle("GET", "/version"))
 
 
-def _template_path(api_version: str, namespace: str, name: str = "") -> str:
-    path = f"/apis/{api_version}/namespaces/{namespace}/resourceclaimtemplates"
-    return f"{path}/{name}" if name else path
+def _selector(query: Mapping[str, list[str]]) -> dict[str, str]:
+    text = (query.get("labelSelector") or [""])[0]
+    return dict(part.split("=", 1) for part in text.split(",") if "=" in part)
+
+
+def _labels_match(obj: Mapping[str, Any], selector: Mapping[str, str]) -> bool:
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return all(labels.get(k) == v for k, v in selector.items())
 
 
 def _ok(operation: str, status: int, body: dict[str, Any]) -> dict[str, Any]:
     if status >= 300:
-        raise ApiError(operation, f"http_{status}", f"HTTP {status}: {body.get('message')}")
+        raise status_error(operation, status, body)
     return body
 
 
-def _status(code: int, reason: str, message: str) -> dict[str, Any]:
-    return {
+def _status(code: int, reason: str, message: str, kind: str = "") -> dict[str, Any]:
+    status = {
         "apiVersion": "v1",
         "kind": "Status",
         "status": "Failure",
@@ -142,6 +309,9 @@ def _status(code: int, reason: str, message: str) -> dict[str, Any]:
         "reason": reason,
         "message": message,
     }
+    if kind:
+        status["details"] = {"kind": kind}
+    return status
 
 
 def _with_server_fields(body: dict[str, Any], namespace: str) -> dict[str, Any]:
@@ -150,7 +320,6 @@ def _with_server_fields(body: dict[str, Any], namespace: str) -> dict[str, Any]:
     metadata.update(
         namespace=namespace,
         uid=str(uuid.uuid4()),
-        resourceVersion="1",
         creationTimestamp=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     )
     claim_spec = (stored.get("spec") or {}).get("spec") or {}
@@ -170,18 +339,47 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         return None
 
-    def _answer(self, method: str) -> None:
-        body = None
-        length = int(self.headers.get("Content-Length") or 0)
-        if length:
-            body = json.loads(self.rfile.read(length))
-        status, payload = self.server.fake.handle(method, self.path, body)
+    def _send_json(self, status: int, payload: dict[str, Any]) -> None:
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+    def _answer(self, method: str) -> None:
+        body = None
+        length = int(self.headers.get("Content-Length") or 0)
+        if length:
+            body = json.loads(self.rfile.read(length))
+        query = parse_qs(urlsplit(self.path).query)
+        if method == "GET" and query.get("watch") == ["true"]:
+            self._watch(query)
+            return
+        self._send_json(*self.server.fake.handle(method, self.path, body))
+
+    def _watch(self, query: dict[str, list[str]]) -> None:
+        fake = self.server.fake
+        status, body = fake.handle("GET", self.path)
+        found = _PATH.fullmatch(urlsplit(self.path).path)
+        if status != 200 or found is None:
+            self._send_json(status if status != 200 else 404, body)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        since = int((query.get("resourceVersion") or ["0"])[0] or 0)
+        timeout = float((query.get("timeoutSeconds") or ["30"])[0])
+        try:
+            for kind, obj in fake.events_after(found["plural"], since, _selector(query), timeout):
+                line = json.dumps({"type": kind, "object": obj}).encode() + b"\n"
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+        except OSError:
+            pass  # the client went away
+        self.close_connection = True
 
     def do_GET(self) -> None:
         self._answer("GET")
@@ -216,6 +414,7 @@ class FakeKubeServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.fake.close()
         self._server.shutdown()
         self._server.server_close()
 
@@ -235,3 +434,15 @@ def write_kubeconfig(path: Path, server: str) -> Path:
     }
     path.write_text(json.dumps(config, indent=2))
     return path
+
+
+__all__ = [
+    "NAMESPACES",
+    "RESOURCE_QUOTAS",
+    "TEMPLATES",
+    "FakeKube",
+    "FakeKubeServer",
+    "claim_templates",
+    "device_classes",
+    "write_kubeconfig",
+]

@@ -68,7 +68,7 @@ HASHED_CONFIG_MAP = re.compile(r"^(dra-migrate-config)-[a-z0-9]{10}$")
 DOCUMENTED_DIFFERENCES = {
     "namespace": "Helm installs into an existing release namespace (helm install -n NS --create-namespace); "
     "a chart that also creates that namespace cannot be installed",
-    "NetworkPolicy": "the chart ships one, enabled by default, allowing ingress to the webhook port only",
+    "networkPolicy.from": "the chart's NetworkPolicy can be narrowed by a value; deploy/base by an overlay",
     "checksum/config": "deploy/base's generator adds a content hash to the ConfigMap name; the chart rolls "
     "the pods through a checksum/config annotation instead",
     "app.kubernetes.io/instance": "Helm's labels (instance, also in selectors; managed-by, version, helm.sh/chart)",

@@ -51,6 +51,7 @@ BASE_KINDS = [
     "Deployment",
     "MutatingWebhookConfiguration",
     "Namespace",
+    "NetworkPolicy",
     "PodDisruptionBudget",
     "PriorityClass",
     "Service",
@@ -82,12 +83,19 @@ CLUSTER_SCOPED = {
 }
 
 # The contract with the server: exactly these API permissions, nothing more.
+# Reads are get/list/watch (the server's watched copies); the only write is creating templates.
 EXPECTED_RBAC = {
-    ("resource.k8s.io", "resourceclaimtemplates", "get"),
     ("resource.k8s.io", "resourceclaimtemplates", "create"),
-    ("resource.k8s.io", "deviceclasses", "get"),
-    ("resource.k8s.io", "deviceclasses", "list"),
-    ("resource.k8s.io", "deviceclasses", "watch"),
+    *(
+        (group, resource, verb)
+        for group, resource in (
+            ("resource.k8s.io", "resourceclaimtemplates"),
+            ("resource.k8s.io", "deviceclasses"),
+            ("", "namespaces"),
+            ("", "resourcequotas"),
+        )
+        for verb in ("get", "list", "watch")
+    ),
 }
 TLS_SECRET = "dra-migrate-tls"
 SERVER_PORT = 8443
@@ -480,7 +488,27 @@ def test_default_config_is_valid(builds: dict[str, list[Obj]], variant: str) -> 
     assert webhook(objs)["timeoutSeconds"] == REVIEW_SECONDS
 
     # The server's own validation of the whole file (engine sections and the webhook's).
-    parse_settings(raw)
+    settings = parse_settings(raw)
+    # The release comes from the cluster unless the file pins it.
+    assert not settings.target_given
+    # The server applies the same namespace selection as the configuration's namespaceSelector,
+    # for POSTs that bypass it.
+    hook = webhook(objs)
+    by_name = [e for e in hook["namespaceSelector"]["matchExpressions"] if e["key"] == "kubernetes.io/metadata.name"]
+    assert set(settings.webhook.excluded_namespaces) == set(by_name[0]["values"])
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_network_policy_opens_only_the_webhook_port(builds: dict[str, list[Obj]], variant: str) -> None:
+    objs = builds[variant]
+    policy = one(objs, "NetworkPolicy")["spec"]
+    pod = one(objs, "Deployment")["spec"]["template"]
+    assert selector_matches(policy["podSelector"], pod["metadata"]["labels"])
+    assert policy["policyTypes"] == ["Ingress"]
+    [container] = pod["spec"]["containers"]
+    [port] = [p for p in container["ports"] if p["name"] == "https"]
+    assert port["containerPort"] == SERVER_PORT
+    assert policy["ingress"] == [{"ports": [{"protocol": "TCP", "port": "https"}]}]
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

@@ -198,10 +198,17 @@ class ControlPlaneSpec:
 class ControlPlane:
     """One etcd + kube-apiserver + kube-controller-manager + kube-scheduler on loopback."""
 
-    def __init__(self, binaries: Mapping[str, Path], workdir: Path, spec: ControlPlaneSpec) -> None:
+    def __init__(
+        self,
+        binaries: Mapping[str, Path],
+        workdir: Path,
+        spec: ControlPlaneSpec,
+        extra_apiserver_args: Sequence[str] = (),
+    ) -> None:
         self.binaries = dict(binaries)
         self.spec = spec
         self.workdir = workdir
+        self.extra_apiserver_args = list(extra_apiserver_args)
         self.log_dir = workdir / "logs"
         self.ports = Ports()
         self.server = f"https://127.0.0.1:{self.ports.apiserver}"
@@ -314,6 +321,7 @@ class ControlPlane:
             # Endpoints may not hold a loopback IP; skip reconciling the `kubernetes` service.
             "--endpoint-reconciler-type=none",
             *([f"--runtime-config={','.join(runtime)}"] if (runtime := self.spec.runtime_config()) else []),
+            *self.extra_apiserver_args,
         ]
 
     def _component_common_args(self, port: int) -> list[str]:

@@ -252,8 +252,9 @@ def test_translator_device_classes_serve_the_pods_it_leaves_alone(
 
 
 def auto_config(target: Target) -> Obj:
-    """deploy/'s configuration for this release on `strategy: auto`, knowing the mapped class. The
-    webhook does not list the cluster's DeviceClasses for the strategy, so it is declared here."""
+    """deploy/'s configuration for this release on `strategy: auto`, knowing the mapped class (the
+    webhook also reads the release and the classes from the cluster; test_scenarios_trust.py shows
+    that on its own)."""
     mapped = {
         "name": MAPPED_CLASS,
         "extendedResourceName": DEVICE_PLUGIN_RESOURCE,

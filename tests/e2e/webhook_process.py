@@ -197,6 +197,7 @@ class WebhookServer:
     process: subprocess.Popen[bytes] | None = None
     config_file: Path | None = None
     starts: int = 0
+    extra_args: tuple[str, ...] = ()  # more `serve` options, e.g. --client-ca
 
     @property
     def base_url(self) -> str:
@@ -227,6 +228,7 @@ class WebhookServer:
             "--kubeconfig",
             str(self.kubeconfig),
             "--access-log",
+            *self.extra_args,
         ]
 
     def start(self, config_file: Path, timeout: float = READY_TIMEOUT_S) -> None:

@@ -31,6 +31,7 @@ from engine_support import (
     parse_count,
     schema_errors,
 )
+from example_driver import example_driver_config
 
 from dra_migrate.engine import (
     Config,
@@ -44,7 +45,8 @@ from dra_migrate.engine import (
 )
 from dra_migrate.translator.schema import validate_object
 
-CONFIG = default_config()
+# The corpus includes the dra-example-driver's own demo (`example.com/gpu`), converted with a test mapping.
+CONFIG = example_driver_config()
 
 # --- legacy -----------------------------------------------------------------------------------------------
 

@@ -265,7 +265,12 @@ def test_two_device_kinds_in_one_container(config: Config) -> None:
         ("nvidia.com/gpu", "gpu.nvidia.com", [], "gpu"),
         ("nvidia.com/mig-1g.5gb", "mig.nvidia.com", [MIG_SELECTOR.format("1g.5gb")], "mig"),
         ("nvidia.com/mig-3g.20gb", "mig.nvidia.com", [MIG_SELECTOR.format("3g.20gb")], "mig"),
-        ("nvidia.com/mig-1g.10gb+me", "mig.nvidia.com", [MIG_SELECTOR.format("1g.10gb+me")], "mig"),
+        ("nvidia.com/mig-1g.10gb.me", "mig.nvidia.com", [MIG_SELECTOR.format("1g.10gb+me")], "mig"),
+        ("nvidia.com/mig-1g.24gb.me.all", "mig.nvidia.com", [MIG_SELECTOR.format("1g.24gb+me.all")], "mig"),
+        ("nvidia.com/mig-1g.24gb.gfx", "mig.nvidia.com", [MIG_SELECTOR.format("1g.24gb+gfx")], "mig"),
+        ("nvidia.com/mig-1g.23gb-me", "mig.nvidia.com", [MIG_SELECTOR.format("1g.23gb-me")], "mig"),
+        ("nvidia.com/mig-7g.141gb", "mig.nvidia.com", [MIG_SELECTOR.format("7g.141gb")], "mig"),
+        ("nvidia.com/mig-1c.2g.10gb", "mig.nvidia.com", [MIG_SELECTOR.format("1c.2g.10gb")], "mig"),
         ("amd.com/gpu", "gpu.amd.com", [], "gpu"),
         ("gpu.intel.com/i915", "gpu.intel.com", ['device.attributes["gpu.intel.com"].driver == "i915"'], "gpu"),
         ("gpu.intel.com/xe", "gpu.intel.com", ['device.attributes["gpu.intel.com"].driver == "xe"'], "gpu"),
@@ -274,9 +279,6 @@ def test_two_device_kinds_in_one_container(config: Config) -> None:
         ("aws.amazon.com/neuron", "neuron.aws.com", [], "neuron"),
         ("aws.amazon.com/neurondevice", "neuron.aws.com", [], "neuron"),
         ("vpc.amazonaws.com/efa", "efa.networking.k8s.aws", [], "efa"),
-        ("example.com/gpu", "gpu.example.com", [], "gpu"),
-        ("gpu.example.com/fast", "gpu.example.com", [], "devices"),
-        ("nic.example.com/port", "nic.example.com", [], "devices"),
     ],
 )
 def test_builtin_mapping(
@@ -322,6 +324,24 @@ def test_unconvertible_and_unmapped_names_stay_with_a_warning(
     found = findings(result, severity=Severity.WARNING)
     assert [(f.rule, f.path) for f in found] == [(rule, f'spec.containers[0].resources.limits["{resource}"]')]
     assert words in found[0].message
+
+
+@pytest.mark.parametrize(
+    "resource",
+    [
+        "example.com/gpu",  # dra-example-driver names: test mappings, never built in
+        "gpu.example.com/fast",
+        "nvidia.com/mig-9g.10gb",  # slices are 1 to 8
+        "nvidia.com/mig-1g.1000gb",  # at most 3 digits of memory
+        "nvidia.com/mig-1g.05gb",
+        "nvidia.com/mig-1g.5gb.me.me",
+        "nvidia.com/mig-1g.5gb.turbo",  # not a profile attribute
+        "nvidia.com/mig-1g.5gb+me",  # the profile's own spelling is not a valid resource name
+        "nvidia.com/mig-" + "1" * 5000 + "g.5gb",
+    ],
+)
+def test_only_real_names_are_built_in(config: Config, resource: str) -> None:
+    assert config.mappings.resolve(resource) is None
 
 
 def test_implicit_dra_extended_resource_names_are_kept(config: Config) -> None:

@@ -27,7 +27,7 @@ from engine_support import (
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dra_migrate.engine import convert, default_config
+from dra_migrate.engine import DeviceRequestSpec, convert, default_config
 
 CONFIG_134 = default_config("1.34")
 CONFIG_133 = default_config("1.33")
@@ -148,6 +148,34 @@ def test_no_device_is_lost_or_gained(original: dict[str, Any]) -> None:
         old = [c["name"] for c in (before.get("resources") or {}).get("claims", [])]
         new = [c["name"] for c in (now.get("resources") or {}).get("claims", [])]
         assert new[: len(old)] == old
+
+
+@SETTINGS
+@given(pods())
+def test_conversions_list_every_request_that_became_claims(original: dict[str, Any]) -> None:
+    """`result.conversions` is what the webhook reports and checks instead of walking the pod again."""
+    result = convert(copy.deepcopy(original), CONFIG_134)
+    after = converted(result)["spec"]
+    expected: dict[tuple[str, str], int] = {}
+    added_claims: dict[str, set[str]] = {}
+    for (kind, index, before), (_, _, now) in zip(
+        iter_containers(original["spec"]), iter_containers(after), strict=True
+    ):
+        path = f"spec.{kind}[{index}].resources"
+        limits = (before.get("resources") or {}).get("limits") or {}
+        for name in set(limits) & set(DEVICE_NAMES):
+            if parse_count(limits[name]):
+                expected[(path, name)] = parse_count(limits[name])
+        old = {c["name"] for c in (before.get("resources") or {}).get("claims", [])}
+        added_claims[path] = {c["name"] for c in (now.get("resources") or {}).get("claims", [])} - old
+    assert {(c.path, c.resource): c.count for c in result.conversions} == expected
+    assert len(result.conversions) == len(expected)
+    for path, added in added_claims.items():
+        assert {name for c in result.conversions if c.path == path for name in c.claims} == added
+    for conversion in result.conversions:
+        spec = CONFIG_134.mappings.resolve(conversion.resource)
+        assert isinstance(spec, DeviceRequestSpec) and conversion.device_class_name == spec.device_class_name
+    assert result.converted_resources == sorted({resource for _, resource in expected})
 
 
 @SETTINGS

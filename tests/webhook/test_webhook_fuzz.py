@@ -21,7 +21,6 @@ from webhook_support import ServerProcess, make_review
 from dra_migrate.engine import default_config
 from dra_migrate.webhook.app import create_app
 from dra_migrate.webhook.review import Reviewer
-from dra_migrate.webhook.templates import TemplateEnsurer
 
 Path = tuple[str | int, ...]
 DEEP = "\u0000deep\u0000"  # placeholder replaced by raw deeply nested JSON after encoding
@@ -132,7 +131,7 @@ def check_answer(status: int, body: Any, what: str) -> None:
 
 @pytest.fixture(scope="module")
 def client() -> FlaskClient:
-    reviewer = Reviewer(default_config(), TemplateEnsurer(FakeKube(), timeout=2, cache_seconds=300))
+    reviewer = Reviewer(default_config(), FakeKube())
     return create_app(reviewer).test_client()
 
 

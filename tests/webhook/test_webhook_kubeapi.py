@@ -1,7 +1,7 @@
-"""Template creation and DeviceClass lookups against a local fake of the two API endpoints.
+"""Template creation, API failures and DeviceClass lookups against a local fake of the API.
 
-(The real apiserver is the e2e suite's job; here the fake answers over HTTP through a
-generated kubeconfig, so the server's real kubernetes client is exercised.)
+(The real apiserver is the e2e suite's job; here the fake answers over HTTP, watches
+included, through a generated kubeconfig, so the server's real client is exercised.)
 """
 
 from __future__ import annotations
@@ -10,11 +10,22 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fakekube import FakeKubeServer, write_kubeconfig
-from webhook_support import StartServer, decoded_patch, free_port, gpu_pod, make_review, patched, wait_until
+from webhook_support import (
+    StartServer,
+    decoded_patch,
+    free_port,
+    gpu_pod,
+    make_review,
+    patched,
+    wait_until,
+    watching,
+)
 
 from dra_migrate.engine import convert, default_config
 
+TEMPLATE_READS = "/resourceclaimtemplates/"  # a GET of one template by name (lists have no trailing slash)
 TEMPLATES = "/resourceclaimtemplates"
 
 
@@ -22,10 +33,11 @@ def _template_name(pod: dict[str, Any]) -> str:
     return str(convert(pod, default_config()).templates[0]["metadata"]["name"])
 
 
-def test_template_created_once_then_cached(
+def test_template_created_once_then_known_from_the_watch(
     start_server: StartServer, fake_kube: FakeKubeServer, kubeconfig: Path
 ) -> None:
     server = start_server(kubeconfig=kubeconfig, workers=1)
+    watching(fake_kube.fake, "resourceclaimtemplates")
     pod = gpu_pod()
     first = server.review(make_review(pod, namespace="team-a"))
     name = _template_name(pod)
@@ -33,28 +45,34 @@ def test_template_created_once_then_cached(
     stored = fake_kube.fake.templates[("team-a", name)]
     assert stored["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "dra-migrate"}
     assert stored["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] == 2
-    calls = fake_kube.fake.calls_to("GET", TEMPLATES) + fake_kube.fake.calls_to("POST", TEMPLATES)
-    assert calls == 2  # GET (404), POST
+    # The watched copy knew the template was missing: one POST, no GET.
+    assert (fake_kube.fake.calls_to("GET", TEMPLATE_READS), fake_kube.fake.calls_to("POST", TEMPLATES)) == (0, 1)
+    wait_until(lambda: _known_by_server(server, name), what="the watch to deliver the new template")
     for _ in range(20):
         again = server.review(make_review(gpu_pod(name="other"), namespace="team-a"))
         assert decoded_patch(again) and "templates-created" not in again["auditAnnotations"]
-    assert fake_kube.fake.calls_to("GET", TEMPLATES) + fake_kube.fake.calls_to("POST", TEMPLATES) == 2
+    assert (fake_kube.fake.calls_to("GET", TEMPLATE_READS), fake_kube.fake.calls_to("POST", TEMPLATES)) == (0, 1)
     # Another namespace needs its own copy.
     server.review(make_review(pod, namespace="team-b"))
     assert ("team-b", name) in fake_kube.fake.templates
     assert fake_kube.fake.calls_to("POST", TEMPLATES) == 2
 
 
+def _known_by_server(server: Any, name: str) -> bool:
+    """A review of the same pod creates nothing once the server's copy has the template."""
+    response = server.review(make_review(gpu_pod(name="probe"), namespace="team-a", dry_run=True))
+    return bool(decoded_patch(response))
+
+
 def test_existing_identical_template_is_reused(
     start_server: StartServer, fake_kube: FakeKubeServer, kubeconfig: Path
 ) -> None:
     pod = gpu_pod()
-    template = convert(pod, default_config()).templates[0]
-    fake_kube.fake.handle("POST", f"/apis/resource.k8s.io/v1/namespaces/team-a{TEMPLATES}", template)
+    fake_kube.fake.add_template(convert(pod, default_config()).templates[0], "team-a")
     server = start_server(kubeconfig=kubeconfig, workers=1)
     response = server.review(make_review(pod, namespace="team-a"))
     assert patched(pod, response) == convert(pod, default_config()).object
-    assert fake_kube.fake.calls_to("POST", TEMPLATES) == 1  # only the setup above
+    assert fake_kube.fake.calls_to("POST") == 0
 
 
 def test_already_exists_on_create_is_success(
@@ -62,12 +80,11 @@ def test_already_exists_on_create_is_success(
 ) -> None:
     fake_kube.fake.lose_create_races = True
     server = start_server(kubeconfig=kubeconfig, workers=1)
+    watching(fake_kube.fake, "resourceclaimtemplates")
     response = server.review(make_review(gpu_pod(), namespace="team-a"))
     assert response["allowed"] is True and decoded_patch(response)
     assert fake_kube.fake.calls_to("POST", TEMPLATES) == 1
-    assert fake_kube.fake.calls_to("GET", TEMPLATES) == 2, (
-        fake_kube.fake.calls
-    )  # before the POST, and to compare after the 409
+    assert fake_kube.fake.calls_to("GET", TEMPLATE_READS) == 1  # to compare with the winner's copy after the 409
 
 
 def test_different_existing_spec_is_refused(
@@ -76,7 +93,7 @@ def test_different_existing_spec_is_refused(
     pod = gpu_pod()
     template = convert(pod, default_config()).templates[0]
     template["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] = 7
-    fake_kube.fake.handle("POST", f"/apis/resource.k8s.io/v1/namespaces/team-a{TEMPLATES}", template)
+    fake_kube.fake.add_template(template, "team-a")
     server = start_server(kubeconfig=kubeconfig, workers=1)
     for _ in range(2):  # not remembered as good after a refusal
         response = server.review(make_review(pod, namespace="team-a"))
@@ -101,10 +118,10 @@ def test_api_unreachable_deny(start_server: StartServer, tmp_path: Path) -> None
     assert response["allowed"] is False
     assert response["status"]["code"] == 503
     message = response["status"]["message"]
-    assert "not admitted" in message and "cannot reach the Kubernetes API" in message and "team-a/" in message
+    assert "not admitted" in message and "cannot reach the Kubernetes API" in message and "namespace team-a" in message
     assert response["auditAnnotations"]["decision"] == "denied-api-unavailable"
     metrics = server.session.get(f"{server.url}/metrics").text
-    assert 'dra_migrate_webhook_api_errors_total{operation="get_template",reason="unreachable"}' in metrics
+    assert 'dra_migrate_webhook_api_errors_total{operation="get_namespaces",reason="unreachable"}' in metrics
 
 
 def test_api_unreachable_admit(start_server: StartServer, tmp_path: Path) -> None:
@@ -137,20 +154,45 @@ def test_api_error_status_follows_policy(
     assert "HTTP 500" in response["warnings"][0]
 
 
-def test_extended_resource_class_warns(start_server: StartServer, fake_kube: FakeKubeServer, kubeconfig: Path) -> None:
+SERVED = "DeviceClass 'gpu.nvidia.com' maps"
+
+
+def _paths(response: dict[str, Any]) -> list[str]:
+    return [w for w in response["warnings"] if "nvidia.com/gpu ->" in w]
+
+
+@pytest.mark.parametrize(
+    ("version", "config", "converted", "why"),
+    [
+        # The cluster's release decides: DRAExtendedResource is on by default from 1.36 (the release table).
+        ("v1.36.1", {}, False, "nvidia.com/gpu -> extended-resource: " + SERVED),
+        ("v1.34.4", {}, True, "DRAExtendedResource is off by default in Kubernetes 1.34"),
+        ("v1.35.2-eks-4a3d6d8", {}, True, "DRAExtendedResource is off by default in Kubernetes 1.35"),
+        # targetVersion in the configuration wins over the cluster's version; strategy `claims` always rewrites.
+        ("v1.36.1", {"targetVersion": "1.35"}, True, "off by default in Kubernetes 1.35"),
+        ("v1.36.1", {"strategy": "claims"}, True, "nvidia.com/gpu -> claim: strategy claims"),
+    ],
+)
+def test_strategy_follows_the_clusters_release_and_device_classes(
+    start_server: StartServer,
+    fake_kube: FakeKubeServer,
+    kubeconfig: Path,
+    version: str,
+    config: dict[str, Any],
+    converted: bool,
+    why: str,
+) -> None:
+    fake_kube.fake.version = version
     fake_kube.fake.add_device_class("gpu.nvidia.com", extended_resource_name="nvidia.com/gpu")
-    fake_kube.fake.add_device_class("other.example.com")
-    server = start_server(kubeconfig=kubeconfig)
+    server = start_server(kubeconfig=kubeconfig, config=config, workers=1)
+    watching(fake_kube.fake, "deviceclasses")
     pod = gpu_pod()
     response = server.review(make_review(pod))
-    assert patched(pod, response) == convert(pod, default_config()).object
-    warning = [w for w in response["warnings"] if "extendedResourceName" in w]
-    assert len(warning) == 1
-    assert "DeviceClass gpu.nvidia.com" in warning[0] and "converted to a claim anyway" in warning[0]
-    assert "gpu.nvidia.com" in response["auditAnnotations"]["problems"]
-    # A pod without that resource gets no such warning.
+    assert ("patch" in response) is converted
+    assert any(why in w for w in _paths(response)), response["warnings"]
+    # A pod without that resource is converted whatever the release: no class serves it.
     amd = server.review(make_review(gpu_pod(resource="amd.com/gpu")))
-    assert not [w for w in amd["warnings"] if "extendedResourceName" in w]
+    assert decoded_patch(amd)
 
 
 def test_extended_resource_class_skip(start_server: StartServer, fake_kube: FakeKubeServer, kubeconfig: Path) -> None:
@@ -169,27 +211,45 @@ def test_extended_resource_class_skip(start_server: StartServer, fake_kube: Fake
     assert "patch" not in only and any("left to the scheduler" in w for w in only["warnings"])
 
 
-def test_extended_resource_classes_refresh(
+def test_release_read_once_the_api_answers(
     start_server: StartServer, fake_kube: FakeKubeServer, kubeconfig: Path
 ) -> None:
-    server = start_server(kubeconfig=kubeconfig, config={"webhook": {"cacheSeconds": 1}}, workers=1)
-    assert not [w for w in server.review(make_review(gpu_pod()))["warnings"] if "extendedResourceName" in w]
+    """Until GET /version answers, the configured target applies; then the cluster's release does."""
+    fake_kube.fake.version = "v1.36.0"
+    fake_kube.fake.add_device_class("gpu.nvidia.com", extended_resource_name="nvidia.com/gpu")
+    fake_kube.fake.fail_status = 503
+    server = start_server(kubeconfig=kubeconfig, workers=1)
+    wait_until(lambda: fake_kube.fake.calls_to("GET", "/version") >= 1, what="the first read of /version")
+    fake_kube.fake.fail_status = None
+    wait_until(lambda: "patch" not in server.review(make_review(gpu_pod())), what="the 1.36 decision")
+
+
+def test_extended_resource_classes_follow_the_watch(
+    start_server: StartServer, fake_kube: FakeKubeServer, kubeconfig: Path
+) -> None:
+    fake_kube.fake.version = "v1.36.0"
+    server = start_server(kubeconfig=kubeconfig, workers=1)
+    watching(fake_kube.fake, "deviceclasses")
+    assert decoded_patch(server.review(make_review(gpu_pod())))
     fake_kube.fake.add_device_class("gpu.nvidia.com", extended_resource_name="nvidia.com/gpu")
 
-    def warned() -> bool:
-        return any("extendedResourceName" in w for w in server.review(make_review(gpu_pod()))["warnings"])
+    def left_to_the_scheduler() -> bool:
+        return "patch" not in server.review(make_review(gpu_pod()))
 
-    wait_until(warned, timeout=5, what="the DeviceClass refresh")
+    wait_until(left_to_the_scheduler, timeout=5, what="the DeviceClass watch")
+    fake_kube.fake.delete("deviceclasses", "", "gpu.nvidia.com")
+    wait_until(lambda: not left_to_the_scheduler(), timeout=5, what="the DeviceClass deletion")
 
 
 def test_deviceclass_list_failure_does_not_fail_admission(
     start_server: StartServer, fake_kube: FakeKubeServer, kubeconfig: Path
 ) -> None:
-    fake_kube.fake.fail_status = 403
-    server = start_server(kubeconfig=kubeconfig, workers=1)
+    fake_kube.fake.fail_status = 503
+    # With targetVersion given the copies start at once (no need to read the cluster's version first).
+    server = start_server(kubeconfig=kubeconfig, workers=1, config={"targetVersion": "1.34"})
     wait_until(lambda: fake_kube.fake.calls_to("GET", "/deviceclasses") >= 1, what="the DeviceClass list")
     fake_kube.fake.fail_status = None
     response = server.review(make_review(gpu_pod()))
     assert response["allowed"] is True and decoded_patch(response)
     metrics = server.session.get(f"{server.url}/metrics").text
-    assert 'dra_migrate_webhook_api_errors_total{operation="list_deviceclasses",reason="http_403"} 1.0' in metrics
+    assert 'dra_migrate_webhook_api_errors_total{operation="list_deviceclasses",reason="http_503"}' in metrics

@@ -26,8 +26,9 @@ from dra_migrate.webhook import deadline
 from dra_migrate.webhook.app import create_app
 from dra_migrate.webhook.deadline import MARGIN_SECONDS, REVIEW_SECONDS, review_deadline
 from dra_migrate.webhook.envelope import parse_review
-from dra_migrate.webhook.review import Outcome, Reviewer
-from dra_migrate.webhook.templates import TemplateEnsurer
+from dra_migrate.webhook.resource_api import ApiResource
+from dra_migrate.webhook.responses import Outcome
+from dra_migrate.webhook.review import Reviewer
 
 APISERVER_TIMEOUT_S = REVIEW_SECONDS  # timeoutSeconds of the MutatingWebhookConfiguration
 
@@ -138,13 +139,20 @@ def test_plain_tcp_connections_without_a_handshake_are_closed(
 
 
 def warm_both_workers(port: int, context: ssl.SSLContext, fake: FakeKube, namespace: str) -> dict[str, Any]:
-    """A review whose template both worker processes have verified (each remembers it)."""
+    """A review that both worker processes answer from their watched copies of the cluster (its
+    namespace and template known): 20 in a row with no API call on their behalf."""
     review = make_review(gpu_pod("cached"), namespace=namespace)
-    for _ in range(200):
+    quiet = 0
+    for _ in range(400):
+        before = len(fake.calls)
         assert review_once(port, context, review)["allowed"]
-        if fake.calls_to("GET", f"/namespaces/{namespace}/") >= 2:
+        called = [
+            c for c in fake.calls[before:] if "watch=true" not in c[1] and "limit=" not in c[1] and c[1] != "/version"
+        ]
+        quiet = 0 if called else quiet + 1
+        if quiet == 20:
             return review
-    raise AssertionError("one worker process never took a review")
+    raise AssertionError("the workers never answered the review without an API call")
 
 
 class StuckReviews:
@@ -187,7 +195,7 @@ def hung_api_server(
 ) -> ServerProcess:
     return start_server(
         kubeconfig=fake_api.write_kubeconfig(tmp_path / "kubeconfig"),
-        config={"webhook": {"cacheSeconds": 300, **policy}},
+        config={"webhook": policy},
     )
 
 
@@ -219,6 +227,7 @@ def test_known_template_does_not_wait_behind_reviews_stuck_on_the_api(
     start_server: StartServer, tls_dir: Path, fake_api: FakeKubeServer, tmp_path: Path
 ) -> None:
     """40 reviews wait on a hung API (3 s each); one whose template both workers know comes back first."""
+    fake_api.fake.add_namespace("cached")  # in the watched copy, like every namespace of a real cluster
     server = hung_api_server(start_server, fake_api, tmp_path, apiUnavailable="admit", apiTimeoutSeconds=3)
     context = tls_context(tls_dir)
     cached = warm_both_workers(server.port, context, fake_api.fake, "cached")
@@ -242,7 +251,7 @@ def test_known_template_does_not_wait_behind_reviews_stuck_on_the_api(
 def test_no_api_call_starts_after_the_deadline() -> None:
     """A review that reaches the API step with its time used up answers apiUnavailable and calls nothing."""
     fake = FakeKube()
-    reviewer = Reviewer(default_config(), TemplateEnsurer(fake, timeout=2, cache_seconds=300))
+    reviewer = Reviewer(default_config(), fake)
     request = parse_review(make_review(gpu_pod()))
     with review_deadline(time.monotonic() - (REVIEW_SECONDS - MARGIN_SECONDS)):
         decision = reviewer.review(request)
@@ -258,13 +267,13 @@ def test_api_budget_is_cut_to_the_time_left() -> None:
     class SlowApi(FakeKube):
         timeouts: list[float]
 
-        def get_template(self, api_version: str, namespace: str, name: str, timeout: float) -> dict[str, Any] | None:
+        def get(self, resource: ApiResource, namespace: str | None, name: str, timeout: float) -> dict[str, Any] | None:
             self.timeouts.append(timeout)
-            return super().get_template(api_version, namespace, name, timeout)
+            return super().get(resource, namespace, name, timeout)
 
     fake = SlowApi()
     fake.timeouts = []
-    reviewer = Reviewer(default_config(), TemplateEnsurer(fake, timeout=2, cache_seconds=300))
+    reviewer = Reviewer(default_config(), fake)
     with review_deadline(time.monotonic() - (REVIEW_SECONDS - MARGIN_SECONDS - 0.3)):
         reviewer.review(parse_review(make_review(gpu_pod())))
     assert fake.timeouts and fake.timeouts[0] <= 0.3
@@ -274,7 +283,7 @@ def test_reviews_are_refused_at_once_while_the_process_runs_behind() -> None:
     """Under more load than a process carries, a review answered late is a timeout for every
     pod; refused at once (429, retry), it leaves the time to the reviews that can make it."""
     fake = FakeKube()
-    client = create_app(Reviewer(default_config(), TemplateEnsurer(fake, timeout=2, cache_seconds=300))).test_client()
+    client = create_app(Reviewer(default_config(), fake)).test_client()
     review = make_review(gpu_pod())
     deadline.set_behind(deadline.SHED_BEHIND_SECONDS + 0.5)
     try:

@@ -29,7 +29,7 @@ def test_dry_run_patches_but_creates_nothing(
     assert len(fake_kube.fake.templates) == 1
 
 
-def test_audit_mode_warns_without_patch_or_api_calls(
+def test_audit_mode_warns_without_patch_or_api_writes(
     start_server: StartServer, fake_kube: FakeKubeServer, kubeconfig: Path
 ) -> None:
     server = start_server(config={"webhook": {"mode": "audit"}}, kubeconfig=kubeconfig)
@@ -39,7 +39,7 @@ def test_audit_mode_warns_without_patch_or_api_calls(
     assert any("audit mode, not applied" in w and "nvidia.com/gpu: 3" in w for w in response["warnings"])
     assert response["auditAnnotations"]["decision"] == "audit-not-applied"
     assert "nvidia.com/gpu" in response["auditAnnotations"]["would-convert"]
-    assert fake_kube.fake.calls_to("GET", "/resourceclaimtemplates") == 0
+    assert fake_kube.fake.calls_to("GET", "/resourceclaimtemplates/") == 0  # not even a read of one
     assert fake_kube.fake.calls_to("POST") == 0
     metrics = server.session.get(f"{server.url}/metrics").text
     assert 'dra_migrate_webhook_reviews_total{outcome="audited"} 1.0' in metrics

@@ -15,8 +15,8 @@ from webhook_support import ServerProcess, StartServer, make_review
 from dra_migrate.engine import default_config, parse_config
 from dra_migrate.webhook import review as review_module
 from dra_migrate.webhook.podcheck import MAX_MAPPED_REQUESTS, POD, ListOf, MapOf, Shape
-from dra_migrate.webhook.review import Outcome, Reviewer
-from dra_migrate.webhook.templates import TemplateEnsurer
+from dra_migrate.webhook.responses import Outcome
+from dra_migrate.webhook.review import Reviewer
 
 SCHEMAS = Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema"
 JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}
@@ -114,7 +114,7 @@ ACCEL = {
 
 @pytest.fixture
 def reviewer() -> Reviewer:
-    return Reviewer(parse_config(ACCEL), TemplateEnsurer(FakeKube(), timeout=2, cache_seconds=300))
+    return Reviewer(parse_config(ACCEL), FakeKube())
 
 
 def test_the_limit_converts_up_to_it(reviewer: Reviewer) -> None:
@@ -158,7 +158,7 @@ def test_real_server_denies_a_wide_pod_with_the_reason(start_server: StartServer
 
 
 def test_default_config_has_no_limit_surprise_for_ordinary_pods() -> None:
-    reviewer = Reviewer(default_config(), TemplateEnsurer(FakeKube(), timeout=2, cache_seconds=300))
+    reviewer = Reviewer(default_config(), FakeKube())
     pod = accel_pod(0, 0)
     pod["spec"]["containers"] = [
         {"name": f"c{i}", "image": "x", "resources": {"limits": {"nvidia.com/gpu": 1}}} for i in range(8)

@@ -18,7 +18,6 @@ from webhook_support import decoded_patch, make_review
 from dra_migrate.engine import convert, default_config
 from dra_migrate.webhook.app import create_app
 from dra_migrate.webhook.review import Reviewer
-from dra_migrate.webhook.templates import TemplateEnsurer
 
 CONFIG = default_config()
 GPU = "nvidia.com/gpu"
@@ -74,7 +73,7 @@ def pods(draw: st.DrawFn) -> dict[str, Any]:
 
 def _client() -> FlaskClient:
     fake = FakeKube()
-    reviewer = Reviewer(CONFIG, TemplateEnsurer(fake, timeout=1.0, cache_seconds=300))
+    reviewer = Reviewer(CONFIG, fake)
     return create_app(reviewer).test_client()
 
 

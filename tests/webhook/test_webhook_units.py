@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import json
+import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -14,17 +16,22 @@ from dra_migrate.engine import (
     DeviceRequestSpec,
     Finding,
     Severity,
+    Target,
     Unconvertible,
     convert,
     default_config,
     parse_config,
 )
 from dra_migrate.webhook import messages, review
+from dra_migrate.webhook.budget import Budget
+from dra_migrate.webhook.cluster import ClusterCaches, ClusterWatch, target_from_version
 from dra_migrate.webhook.envelope import AdmissionResponse, InvalidReviewError, parse_review, render_review
-from dra_migrate.webhook.extended import ExtendedResourceIndex, classes_by_resource, without_resources
+from dra_migrate.webhook.extended import ExtendedResourceIndex, serving_record, without_resources
 from dra_migrate.webhook.resource_api import ApiError
-from dra_migrate.webhook.review import Outcome, Reviewer
-from dra_migrate.webhook.templates import Budget, RememberedTemplates, TemplateConflictError, TemplateEnsurer
+from dra_migrate.webhook.responses import Outcome
+from dra_migrate.webhook.review import Reviewer
+from dra_migrate.webhook.templates import TemplateConflictError, TemplateEnsurer, TemplateLimitError, TemplateRecord
+from dra_migrate.webhook.watchcache import WatchCache
 
 
 class Clock:
@@ -105,82 +112,166 @@ def test_budget_is_shared_by_the_calls_of_one_review() -> None:
         budget.timeout("get")
 
 
-def test_remembered_templates_expire_and_are_bounded() -> None:
-    clock = Clock()
-    known = RememberedTemplates(10.0, max_entries=2, clock=clock)
-    known.add(("v1", "a", "x"))
-    assert ("v1", "a", "x") in known
-    clock.now += 11
-    assert ("v1", "a", "x") not in known
-    for name in "pqr":
-        known.add(("v1", "a", name))
-    assert ("v1", "a", "p") not in known and ("v1", "a", "r") in known
-    off = RememberedTemplates(0.0)
-    off.add(("v1", "a", "x"))
-    assert ("v1", "a", "x") not in off
+def _budget() -> Budget:
+    return Budget(1.0)
 
 
-def test_ensurer_dry_run_creates_nothing_and_remembers_nothing() -> None:
+def _synced(fake: FakeKube) -> ClusterCaches:
+    """The server's watched copies, on the in-memory fake, current."""
+    caches = ClusterWatch(fake, Target.parse("1.34"), detect_target=False, timeout=1.0).start()
+    for cache in (caches.templates, caches.namespaces, caches.quotas, caches.device_classes):
+        assert cache is not None and cache.wait_synced(5)
+    return caches
+
+
+def test_ensurer_without_a_copy_asks_the_api_each_time() -> None:
     fake = FakeKube()
-    ensurer = TemplateEnsurer(fake, timeout=1.0, cache_seconds=60)
-    assert ensurer.ensure([_template()], create=False) == []
+    ensurer = TemplateEnsurer(fake)
+    assert ensurer.ensure([_template()], create=False, budget=_budget()) == []
     assert fake.templates == {} and fake.calls_to("GET") == 1
-    assert ensurer.ensure([_template()], create=True) == [_template()["metadata"]["name"]]
-    assert ensurer.ensure([_template()], create=True) == []
-    assert fake.calls_to("GET") == 2 and fake.calls_to("POST") == 1
+    assert ensurer.ensure([_template()], create=True, budget=_budget()) == [_template()["metadata"]["name"]]
+    assert ensurer.ensure([_template()], create=True, budget=_budget()) == []
+    assert fake.calls_to("GET", "/resourceclaimtemplates/") == 3 and fake.calls_to("POST") == 1
+    assert fake.calls_to("GET", "resourceclaimtemplates?") == 1  # counting ours before creating one
 
 
-def test_ensurer_conflict_and_cache_expiry() -> None:
+def test_ensurer_with_a_current_copy_makes_no_call() -> None:
+    fake = FakeKube()
+    fake.add_template(_template(), "team-a")
+    caches = _synced(fake)
+    try:
+        before = len(fake.calls)
+        ensurer = TemplateEnsurer(fake, lambda: caches.templates)
+        for _ in range(100):
+            assert ensurer.ensure([_template()], create=True, budget=_budget()) == []
+        assert len(fake.calls) == before
+    finally:
+        caches.stop()
+        fake.close()
+
+
+def test_deleted_or_replaced_template_is_never_trusted() -> None:
+    """A template deleted, or replaced with another spec, is seen by the next review (watch, not a TTL)."""
+    fake = FakeKube()
+    caches = _synced(fake)
+    try:
+        ensurer = TemplateEnsurer(fake, lambda: caches.templates)
+        name = _template()["metadata"]["name"]
+        assert ensurer.ensure([_template()], create=True, budget=_budget()) == [name]
+        assert caches.templates is not None
+        _wait(lambda: caches.templates.get("team-a", name) is not None)
+        fake.delete("resourceclaimtemplates", "team-a", name)
+        _wait(lambda: caches.templates.get("team-a", name) is None)
+        assert ensurer.ensure([_template()], create=True, budget=_budget()) == [name]  # created again
+        replaced = _template()
+        replaced["spec"]["spec"]["devices"]["requests"][0]["exactly"] = {
+            "deviceClassName": "gpu.nvidia.com",
+            "allocationMode": "All",
+        }
+        fake.delete("resourceclaimtemplates", "team-a", name)
+        fake.add_template(replaced, "team-a")
+        _wait(lambda: (record := caches.templates.get("team-a", name)) is not None and "All" in record.spec_key)
+        with pytest.raises(TemplateConflictError, match="different spec"):
+            ensurer.ensure([_template()], create=True, budget=_budget())
+    finally:
+        caches.stop()
+        fake.close()
+
+
+def _wait(predicate: Any, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def test_conflicts_found_without_a_copy_are_remembered_briefly() -> None:
     fake, clock = FakeKube(), Clock()
-    created: list[int] = []
-    ensurer = TemplateEnsurer(fake, timeout=1.0, cache_seconds=5, clock=clock, on_created=lambda: created.append(1))
-    ensurer.ensure([_template()], create=True)
-    # Someone replaces it by hand with another spec: noticed once the memory expires.
-    stored = fake.templates[("team-a", _template()["metadata"]["name"])]
-    stored["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] = 5
-    ensurer.ensure([_template()], create=True)
+    conflicting = _template()
+    conflicting["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] = 5
+    fake.add_template(conflicting, "team-a")
+    ensurer = TemplateEnsurer(fake, clock=clock)
+    for _ in range(1000):
+        with pytest.raises(TemplateConflictError):
+            ensurer.ensure([_template()], create=True, budget=_budget())
+    assert fake.calls_to("GET") == 1
     clock.now += 6
-    with pytest.raises(TemplateConflictError, match='"team-a/gpu-nvidia-com-2-'):
-        ensurer.ensure([_template()], create=True)
-    assert created == [1]
+    with pytest.raises(TemplateConflictError):
+        ensurer.ensure([_template()], create=True, budget=_budget())
+    assert fake.calls_to("GET") == 2
+
+
+def _templates_of(caches: ClusterCaches) -> Callable[[], WatchCache[TemplateRecord] | None]:
+    return lambda: caches.templates
+
+
+def test_templates_per_namespace_are_bounded() -> None:
+    fake = FakeKube()
+    for synced in (False, True):
+        caches = _synced(fake) if synced else ClusterCaches()
+        ensurer = TemplateEnsurer(fake, _templates_of(caches), max_per_namespace=3)
+        namespace = f"bounded-{synced}"
+        for count in (1, 2, 3):
+            ensurer.ensure([_template(namespace, count)], create=True, budget=_budget())
+        with pytest.raises(TemplateLimitError, match=f"namespace {namespace} already has 3"):
+            ensurer.ensure([_template(namespace, 4)], create=True, budget=_budget())
+        ensurer.ensure([_template(namespace, 2)], create=True, budget=_budget())  # an existing one is fine
+        ensurer.ensure([_template("elsewhere-" + namespace, 4)], create=True, budget=_budget())
+        caches.stop()
+    fake.close()
 
 
 def test_ensurer_reports_api_errors() -> None:
     fake = FakeKube(fail_status=503)
     errors: list[tuple[str, str]] = []
-    ensurer = TemplateEnsurer(fake, timeout=1.0, cache_seconds=5, on_api_error=lambda o, r: errors.append((o, r)))
+    ensurer = TemplateEnsurer(fake, on_api_error=lambda o, r: errors.append((o, r)))
     with pytest.raises(ApiError, match="HTTP 503"):
-        ensurer.ensure([_template()], create=True)
-    assert errors == [("get_template", "http_503")]
+        ensurer.ensure([_template()], create=True, budget=_budget())
+    assert errors == [("get_resourceclaimtemplates", "http_503")]
 
 
 @pytest.mark.parametrize(("target", "version"), [("1.32", "v1beta1"), ("1.33", "v1beta2"), ("1.35", "v1")])
 def test_templates_are_created_in_the_target_version(target: str, version: str) -> None:
     fake = FakeKube()
     config = parse_config({"targetVersion": target})
-    response = Reviewer(config, TemplateEnsurer(fake, timeout=1.0, cache_seconds=5)).review(
-        _request(gpu_pod(), namespace="ns")
-    )
+    response = Reviewer(config, fake).review(_request(gpu_pod(), namespace="ns"))
     assert response.outcome is Outcome.PATCHED
     ((namespace, _), stored), *_ = fake.templates.items()
     assert namespace == "ns" and stored["apiVersion"] == f"resource.k8s.io/{version}"
     assert fake.calls[-1][1] == f"/apis/resource.k8s.io/{version}/namespaces/ns/resourceclaimtemplates"
     # A second pod verifies the stored copy (server defaults included) without conflict.
-    fresh = Reviewer(config, TemplateEnsurer(fake, timeout=1.0, cache_seconds=5))
+    fresh = Reviewer(config, fake)
     assert fresh.review(_request(gpu_pod(name="b"), namespace="ns")).outcome is Outcome.PATCHED
 
 
 # --- DeviceClasses with extendedResourceName ---
 
 
-def test_classes_by_resource() -> None:
-    classes = [
-        {"metadata": {"name": "b.example.com"}, "spec": {"extendedResourceName": "nvidia.com/gpu"}},
-        {"metadata": {"name": "a.example.com"}, "spec": {"extendedResourceName": "nvidia.com/gpu"}},
-        {"metadata": {"name": "plain"}, "spec": {}},
-        {"metadata": {}, "spec": {"extendedResourceName": "x/y"}},
-    ]
-    assert classes_by_resource(classes) == {"nvidia.com/gpu": ("a.example.com", "b.example.com")}
+def test_only_classes_that_serve_a_name_are_kept() -> None:
+    served = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": "g", "uid": "u", "creationTimestamp": "2026-01-01T00:00:00Z", "labels": {"a": "b"}},
+        "spec": {"extendedResourceName": "nvidia.com/gpu", "selectors": [{"cel": {"expression": "true"}}]},
+    }
+    assert serving_record(served) == {
+        "metadata": {"name": "g", "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {"extendedResourceName": "nvidia.com/gpu", "selectors": [{"cel": {"expression": "true"}}]},
+    }
+    assert serving_record({"metadata": {"name": "plain"}, "spec": {}}) is None
+    assert serving_record({"metadata": {"name": "odd"}, "spec": []}) is None
+
+
+@pytest.mark.parametrize(
+    ("answer", "release"),
+    [
+        ({"major": "1", "minor": "34", "gitVersion": "v1.34.4"}, "1.34"),
+        ({"major": "1", "minor": "35+", "gitVersion": "v1.35.2-eks-4a3d6d8"}, "1.35"),
+        ({"gitVersion": "v1.37.2-gke.100"}, "1.37"),
+    ],
+)
+def test_target_from_the_servers_version(answer: dict[str, str], release: str) -> None:
+    assert target_from_version(answer) == Target.parse(release)
 
 
 def test_without_resources_carves_names_out_of_patterns() -> None:
@@ -191,25 +282,20 @@ def test_without_resources_carves_names_out_of_patterns() -> None:
     assert isinstance(default_config().mappings.resolve("nvidia.com/gpu"), DeviceRequestSpec)
 
 
-def test_index_keeps_last_good_list_and_never_raises_to_callers() -> None:
-    answers: list[Any] = [
-        [{"metadata": {"name": "g"}, "spec": {"extendedResourceName": "nvidia.com/gpu"}}],
-        ApiError("list_deviceclasses", "timeout", "slow"),
-    ]
-    errors: list[str] = []
-
-    def lister(timeout: float) -> list[dict[str, Any]]:
-        answer = answers.pop(0)
-        if isinstance(answer, Exception):
-            raise answer
-        return list(answer)
-
-    index = ExtendedResourceIndex(lister, refresh_seconds=60, timeout=1, on_api_error=lambda o, r: errors.append(r))
-    index.refresh_once()
-    with pytest.raises(ApiError):
-        index.refresh_once()
-    assert index.current() == {"nvidia.com/gpu": ("g",)} and errors == ["timeout"]
-    assert ExtendedResourceIndex(None, refresh_seconds=1, timeout=1).current() == {}
+def test_index_follows_the_watched_classes() -> None:
+    fake = FakeKube()
+    fake.add_device_class("g", extended_resource_name="nvidia.com/gpu")
+    fake.add_device_class("plain")
+    caches = _synced(fake)
+    try:
+        index = ExtendedResourceIndex(lambda: caches.device_classes)
+        assert index.current() == {"nvidia.com/gpu": ("g",)} and index.extended_names() == {"g": "nvidia.com/gpu"}
+        fake.add_device_class("h", extended_resource_name="nvidia.com/gpu")
+        _wait(lambda: index.current() == {"nvidia.com/gpu": ("g", "h")})
+    finally:
+        caches.stop()
+        fake.close()
+    assert ExtendedResourceIndex(lambda: None).current() == {}
 
 
 # --- review edge cases ---
@@ -220,9 +306,7 @@ def test_engine_failure_is_a_clear_denial(monkeypatch: pytest.MonkeyPatch) -> No
         raise RuntimeError("boom")
 
     monkeypatch.setattr(review, "convert", broken)
-    decision = Reviewer(default_config(), TemplateEnsurer(FakeKube(), timeout=1, cache_seconds=1)).review(
-        _request(gpu_pod())
-    )
+    decision = Reviewer(default_config(), FakeKube()).review(_request(gpu_pod()))
     assert decision.outcome is Outcome.DENIED_ERROR
     assert decision.response.allowed is False and decision.response.status_code == 500
     assert "RuntimeError: boom" in (decision.response.message or "")
@@ -230,6 +314,6 @@ def test_engine_failure_is_a_clear_denial(monkeypatch: pytest.MonkeyPatch) -> No
 
 def test_unchanged_pod_keeps_engine_warnings() -> None:
     pod = gpu_pod(resource="nvidia.com/gpu.shared")
-    decision = Reviewer(default_config(), TemplateEnsurer(FakeKube(), timeout=1, cache_seconds=1)).review(_request(pod))
+    decision = Reviewer(default_config(), FakeKube()).review(_request(pod))
     assert decision.outcome is Outcome.UNCHANGED and decision.response.patch is None
     assert any("time-slicing" in w for w in decision.response.warnings)

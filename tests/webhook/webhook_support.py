@@ -49,6 +49,14 @@ def wait_until(predicate: Any, timeout: float = 10.0, what: str = "condition") -
         time.sleep(0.02)
 
 
+def watching(fake: Any, *plurals: str, timeout: float = 10.0) -> None:
+    """Wait until a server's watches of `plurals` are open on `fake` (a FakeKube): its copies are current."""
+    for plural in plurals:
+        fragment = f"{plural}?watch=true"
+        wait_until(lambda f=fragment: fake.calls_to("GET", f) > 0, timeout, f"a watch of {plural}")
+    time.sleep(0.05)  # the first list came before the watch; the watch's own request is what we saw
+
+
 def https_session(ca_file: Path) -> requests.Session:
     """A session that verifies against our CA (trust_env off: REQUESTS_CA_BUNDLE would win)."""
     session = requests.Session()

@@ -1,0 +1,98 @@
+"""ResourceQuotas that converted pods would escape (the `webhook.quotaGap` policy).
+
+A quota on `requests.nvidia.com/gpu` is charged by the pods that ask for the device-plugin
+name. Once a pod is converted it asks for nothing of the kind: its devices come from
+ResourceClaims, which the resource-claim quota evaluator charges to other keys
+(engine `claim_quota_keys`, after kubernetes pkg/quota/v1/evaluator/core/resource_claims.go):
+`<deviceclass>.deviceclass.resource.k8s.io/devices` always, and, with DRAExtendedResource on
+by default in the release and a class whose `extendedResourceName` is R, `requests.R` too.
+
+Claims are charged only by quotas without scopes (the evaluator matches no scope). So a
+namespace with a quota on `requests.R` but none, unscoped, on a key its claims are charged
+to, would see its GPU quota silently stop counting converted pods. Only the `requests.`
+form limits pods: a bare `nvidia.com/gpu` key in a quota is never charged by the pod
+evaluator, so there is nothing to escape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dra_migrate.engine import REQUESTS_PREFIX, Conversion, Target, claim_quota_keys, class_quota_name
+from dra_migrate.webhook.budget import Budget
+from dra_migrate.webhook.resource_api import RESOURCE_QUOTAS, ResourceApi, list_all
+from dra_migrate.webhook.watchcache import WatchCache
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaRecord:
+    """What the watched copy keeps of a ResourceQuota."""
+
+    name: str
+    hard: frozenset[str]
+    scoped: bool
+
+
+def quota_record(obj: Mapping[str, Any]) -> QuotaRecord:
+    metadata = obj.get("metadata")
+    spec = obj.get("spec")
+    name = str(metadata.get("name") or "") if isinstance(metadata, Mapping) else ""
+    spec = spec if isinstance(spec, Mapping) else {}
+    hard = spec.get("hard")
+    scoped = bool(spec.get("scopes")) or bool(spec.get("scopeSelector"))
+    return QuotaRecord(name, frozenset(str(k) for k in hard) if isinstance(hard, Mapping) else frozenset(), scoped)
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaGap:
+    quota: str
+    limited: str  # the quota key the pod was charged to before: requests.<resource>
+    device_class: str
+    key_to_add: str
+
+    def describe(self, namespace: str) -> str:
+        return (
+            f"ResourceQuota {namespace}/{self.quota} limits {self.limited}, which the claims of a converted pod "
+            f'(DeviceClass {self.device_class}) are not charged to; add "{self.key_to_add}" to a ResourceQuota '
+            f"without scopes in {namespace}"
+        )
+
+
+def quota_gaps(
+    conversions: Iterable[Conversion],
+    quotas: Sequence[QuotaRecord],
+    target: Target,
+    extended_names: Mapping[str, str],
+) -> list[QuotaGap]:
+    """One gap per (quota, converted resource, class) that converted pods would escape, sorted.
+
+    `extended_names` maps a DeviceClass to the extendedResourceName it serves in the cluster.
+    """
+    counted = frozenset().union(*(q.hard for q in quotas if not q.scoped))
+    gaps: set[QuotaGap] = set()
+    for conversion in conversions:
+        limited = f"{REQUESTS_PREFIX}{conversion.resource}"
+        device_class = conversion.device_class_name
+        charged = claim_quota_keys(device_class, extended_names.get(device_class), target)
+        if charged & counted:
+            continue
+        for quota in quotas:
+            if limited in quota.hard:
+                gaps.add(QuotaGap(quota.name, limited, device_class, class_quota_name(device_class)))
+    return sorted(gaps, key=lambda gap: (gap.quota, gap.limited, gap.device_class))
+
+
+class QuotaLookup:
+    """A namespace's ResourceQuotas: from the watched copy, or listed when it is not current."""
+
+    def __init__(self, api: ResourceApi, cache: WatchCache[QuotaRecord] | None = None) -> None:
+        self._api = api
+        self._cache = cache
+
+    def quotas(self, namespace: str, budget: Budget) -> list[QuotaRecord]:
+        if self._cache is not None and self._cache.synced:
+            return self._cache.items(namespace)
+        page = list_all(self._api, RESOURCE_QUOTAS, namespace, budget.timeout("list_resourcequotas"))
+        return [quota_record(item) for item in page.items]

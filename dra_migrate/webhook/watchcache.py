@@ -1,0 +1,209 @@
+"""A local copy of one resource type, kept current by list + watch (what client-go calls a reflector).
+
+Each gunicorn worker runs one thread per cache: list everything, then watch from the list's
+resourceVersion; a watch the server ends normally is resumed from the last resourceVersion
+seen (bookmarks included), an expired one (410) is answered by a fresh list, and any other
+failure by a fresh list after a growing pause.
+
+`synced` is true only while the copy is known to be current: from the end of a successful
+list until a watch fails. While it is false the callers ask the API directly, so a deleted
+or replaced object is never trusted from a copy that may have missed the change. Every
+replica and worker watches the same API, so they all converge on the same answers.
+
+Only what `keep` returns is stored (a few fields), so a cluster-wide copy stays small.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, TypeVar
+
+from dra_migrate.webhook.resource_api import ApiError, ApiResource, GoneError, ResourceApi, list_all
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# The server ends each watch after this long (plus jitter, so workers do not reconnect in step),
+# like client-go's 5 to 10 minutes.
+WATCH_SECONDS = 300
+RETRY_MIN_SECONDS = 0.5
+RETRY_MAX_SECONDS = 30.0
+
+
+def object_key(obj: Mapping[str, Any]) -> tuple[str, str, str]:
+    """(namespace or "", name, resourceVersion) of an API object."""
+    metadata = obj.get("metadata")
+    metadata = metadata if isinstance(metadata, Mapping) else {}
+    return (
+        str(metadata.get("namespace") or ""),
+        str(metadata.get("name") or ""),
+        str(metadata.get("resourceVersion") or ""),
+    )
+
+
+class WatchCache(Generic[T]):
+    def __init__(
+        self,
+        api: ResourceApi,
+        resource: ApiResource,
+        keep: Callable[[Mapping[str, Any]], T],
+        *,
+        timeout: float,
+        on_api_error: Callable[[str, str], None] = lambda operation, reason: None,
+        on_event: Callable[[str, str], None] = lambda resource, kind: None,
+    ) -> None:
+        self._api = api
+        self._on_event = on_event
+        self._resource = resource
+        self._keep = keep
+        self._timeout = timeout
+        self._on_api_error = on_api_error
+        self._lock = threading.Lock()
+        self._by_namespace: dict[str, dict[str, T]] = {}
+        self._synced = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._generation = 0
+        self._seen_version = 0  # the newest resourceVersion applied from a list or an event
+        self._last_error = ""
+
+    @property
+    def resource(self) -> ApiResource:
+        return self._resource
+
+    @property
+    def synced(self) -> bool:
+        return self._synced.is_set()
+
+    @property
+    def generation(self) -> int:
+        """Changes whenever the copy changes (for callers that derive something from all of it)."""
+        return self._generation
+
+    def start(self) -> None:
+        """Start the watch thread in this process (call after fork); idempotent."""
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name=f"watch-{self._resource.plural}", daemon=True)
+                self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def wait_synced(self, timeout: float) -> bool:
+        return self._synced.wait(timeout)
+
+    def get(self, namespace: str | None, name: str) -> T | None:
+        """The kept form of one object; meaningful only while `synced`."""
+        with self._lock:
+            return self._by_namespace.get(namespace or "", {}).get(name)
+
+    def items(self, namespace: str | None = None) -> list[T]:
+        """All kept objects, or those of one namespace."""
+        with self._lock:
+            if namespace is not None:
+                return list(self._by_namespace.get(namespace, {}).values())
+            return [item for objects in self._by_namespace.values() for item in objects.values()]
+
+    def observe(self, obj: Mapping[str, Any]) -> None:
+        """Take in an object this process just wrote, before its watch event arrives.
+
+        Only when the copy has not yet applied that version: resourceVersions are etcd revisions,
+        increasing across the whole cluster, and events arrive in that order, so a copy that has
+        seen a newer version already knows about this write (and perhaps a deletion after it).
+        """
+        namespace, name, version = object_key(obj)
+        if not version.isdigit():
+            return
+        with self._lock:
+            if int(version) > self._seen_version and name not in self._by_namespace.get(namespace, {}):
+                self._by_namespace.setdefault(namespace, {})[name] = self._keep(obj)
+                self._generation += 1
+
+    def _saw(self, version: str) -> None:
+        if version.isdigit():
+            self._seen_version = max(self._seen_version, int(version))
+
+    # --- the thread ---
+
+    def _run(self) -> None:
+        failures = 0
+        while not self._stop.is_set():
+            try:
+                resource_version = self._relist()
+                failures = 0
+                while not self._stop.is_set():
+                    resource_version = self._watch(resource_version)
+            except GoneError:
+                self._synced.clear()  # relist at once: the watch window moved on
+            except ApiError as exc:
+                self._synced.clear()
+                self._failed(exc)
+                failures += 1
+                self._stop.wait(self._pause(failures))
+            except Exception:
+                self._synced.clear()
+                log.exception("unexpected error in the %s watch", self._resource.plural)
+                failures += 1
+                self._stop.wait(self._pause(failures))
+
+    @staticmethod
+    def _pause(failures: int) -> float:
+        base = min(RETRY_MAX_SECONDS, RETRY_MIN_SECONDS * 2.0 ** min(failures - 1, 10))
+        return base * random.uniform(0.8, 1.2)
+
+    def _failed(self, exc: ApiError) -> None:
+        self._on_api_error(exc.operation, exc.reason)
+        if exc.detail != self._last_error:
+            log.warning(
+                "%s: cannot list or watch (answers use the API directly): %s", self._resource.plural, exc.detail
+            )
+        self._last_error = exc.detail
+
+    def _relist(self) -> str:
+        page = list_all(self._api, self._resource, None, self._timeout)
+        fresh: dict[str, dict[str, T]] = {}
+        for obj in page.items:
+            namespace, name, _ = object_key(obj)
+            fresh.setdefault(namespace, {})[name] = self._keep(obj)
+        with self._lock:
+            self._by_namespace = fresh
+            self._generation += 1
+            self._seen_version = 0
+            self._saw(page.resource_version)
+        self._synced.set()
+        if self._last_error:
+            log.info("%s: watching again", self._resource.plural)
+            self._last_error = ""
+        return page.resource_version
+
+    def _watch(self, resource_version: str) -> str:
+        """Apply events until the server ends the watch; returns the resourceVersion to resume from."""
+        seconds = int(WATCH_SECONDS * random.uniform(1.0, 1.2))
+        started = time.monotonic()
+        for kind, obj in self._api.watch(self._resource, resource_version, seconds):
+            namespace, name, version = object_key(obj)
+            resource_version = version or resource_version
+            if kind == "BOOKMARK":
+                with self._lock:
+                    self._saw(version)
+                continue
+            with self._lock:
+                objects = self._by_namespace.setdefault(namespace, {})
+                if kind == "DELETED":
+                    objects.pop(name, None)
+                    if not objects:
+                        del self._by_namespace[namespace]
+                else:
+                    objects[name] = self._keep(obj)
+                self._generation += 1
+                self._saw(version)
+            self._on_event(self._resource.plural, kind)
+        if time.monotonic() - started < 1.0:
+            self._stop.wait(RETRY_MIN_SECONDS)  # a server ending watches at once must not make us spin
+        return resource_version
