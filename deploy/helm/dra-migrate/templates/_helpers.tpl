@@ -59,11 +59,15 @@ mode/targetVersion/strategy shortcuts applied.
 {{- if .Values.strategy -}}
 {{- $_ := set $config "strategy" .Values.strategy -}}
 {{- end -}}
-{{- if .Values.mode -}}
 {{- $webhook := default (dict) (get $config "webhook") -}}
+{{- if .Values.mode -}}
 {{- $_ := set $webhook "mode" .Values.mode -}}
-{{- $_ := set $config "webhook" $webhook -}}
 {{- end -}}
+{{- /* the names the MutatingWebhookConfiguration's namespaceSelector excludes, for direct POSTs too */ -}}
+{{- if not (hasKey $webhook "excludedNamespaces") -}}
+{{- $_ := set $webhook "excludedNamespaces" (list "kube-system" .Release.Namespace) -}}
+{{- end -}}
+{{- $_ := set $config "webhook" $webhook -}}
 {{- toYaml $config -}}
 {{- end -}}
 
