@@ -270,9 +270,9 @@ class WebhookServer:
     def stop(self, grace: float = STOP_GRACE_S) -> None:
         """SIGTERM (gunicorn's graceful shutdown); SIGKILL to the process group after `grace` seconds.
 
-        The bound matters: gunicorn's gthread worker keeps connections that were accepted but
-        never carried a request (kube-apiserver's HTTP client dials spare ones) for the
-        keep-alive timeout (120 s), so a graceful stop often lasts the whole graceful_timeout (20 s).
+        The bound matters: a graceful stop waits for open connections, and kube-apiserver's HTTP
+        client keeps spare ones that never carry a request, so it can last the whole
+        graceful_timeout (20 s).
         """
         process, self.process = self.process, None
         if process is None:
