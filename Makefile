@@ -33,6 +33,7 @@ test: lint
 
 e2e-bins:
 	bash tests/e2e/build-control-plane.sh
+	bash tests/translator/build-kustomize.sh
 
 e2e: $(STAMP) e2e-bins
 	$(BIN)/pytest -q tests/e2e

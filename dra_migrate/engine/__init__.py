@@ -34,6 +34,7 @@ from dra_migrate.engine.rules import RULES, Rule, rules_table
 from dra_migrate.engine.severity import Severity
 from dra_migrate.engine.strategy import ServingClass, Strategy, serving_classes
 from dra_migrate.engine.templates import build_template, spec_matches, template_name
+from dra_migrate.engine.triggers import Route, TextTriggers, text_triggers
 from dra_migrate.engine.versions import RESOURCE_GROUP, Target, TargetVersionError
 
 __all__ = [
@@ -47,12 +48,14 @@ __all__ = [
     "Finding",
     "OpaqueConfig",
     "PathParts",
+    "Route",
     "Rule",
     "ServingClass",
     "Severity",
     "Strategy",
     "Target",
     "TargetVersionError",
+    "TextTriggers",
     "Unconvertible",
     "build_device_class",
     "build_template",
@@ -68,6 +71,7 @@ __all__ = [
     "serving_classes",
     "spec_matches",
     "template_name",
+    "text_triggers",
     "with_emitted_classes",
     "with_served_classes",
     "with_strategy",

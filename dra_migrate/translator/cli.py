@@ -37,6 +37,13 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--report-file", metavar="PATH", help="write the report to PATH instead of stderr")
     parser.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        metavar="N",
+        help="convert files in N processes (default: the CPUs this process may use); output is the same",
+    )
+    parser.add_argument(
         "--validate",
         action="store_true",
         help="check every output object against the target's OpenAPI schema; failures are errors",
@@ -70,6 +77,15 @@ def register(subparsers: Any) -> None:
     _common_arguments(diff)
     diff.set_defaults(handler=_run_diff)
 
+    krm = subparsers.add_parser(
+        "krm",
+        help="run as a KRM function: ResourceList on stdin, converted on stdout (kustomize, kpt, Argo CD)",
+        description="Read a ResourceList (config.kubernetes.io/v1) on stdin and write it converted on stdout, "
+        "with the generated ResourceClaimTemplates among its items and the findings as results. "
+        "functionConfig (optional): a ConfigMap with data.targetVersion, data.validate and data.config.",
+    )
+    krm.set_defaults(handler=_run_krm)
+
 
 def _run_convert(args: argparse.Namespace) -> int:
     from dra_migrate.translator.commands import run_convert
@@ -81,3 +97,11 @@ def _run_diff(args: argparse.Namespace) -> int:
     from dra_migrate.translator.commands import run_diff
 
     return run_diff(args)
+
+
+def _run_krm(args: argparse.Namespace) -> int:
+    import sys
+
+    from dra_migrate.translator.krm import run_krm
+
+    return run_krm(sys.stdin, sys.stdout)

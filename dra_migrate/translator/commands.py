@@ -10,8 +10,6 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, TextIO
 
-import yaml
-
 from dra_migrate.configfile import load_config
 from dra_migrate.engine import (
     ConfigError,
@@ -28,9 +26,11 @@ from dra_migrate.engine import (
 )
 from dra_migrate.exits import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, fail
 from dra_migrate.translator.output import StdoutWriter, write_atomic
-from dra_migrate.translator.pipeline import FileResult, RunOptions, dump_documents, process
+from dra_migrate.translator.pipeline import FileResult, RunOptions, dump_documents
+from dra_migrate.translator.prefilter import documents_mentioning
 from dra_migrate.translator.registry import TemplateRegistry
 from dra_migrate.translator.report import JsonReport, Progress, RunSummary, file_entries, print_summary, run_entry
+from dra_migrate.translator.runner import default_jobs, read_source, run_files
 from dra_migrate.translator.schema import schema_notice
 from dra_migrate.translator.sources import Source, discover, has_stdin
 
@@ -39,26 +39,19 @@ class UsageError(Exception):
     pass
 
 
-def _read(source: Source, stdin_text: str | None) -> str:
-    if source.path is None:
-        return stdin_text or ""
-    return source.path.read_text(encoding="utf-8")
+_EXISTING_MARKERS = ("ResourceClaimTemplate", "extendedResourceName")
 
 
 def _note_existing_templates(sources: Iterable[Source], stdin_text: str | None, registry: TemplateRegistry) -> None:
     """Templates already in the inputs are not emitted again; KEP-5004 DeviceClasses there are noted."""
     for source in sources:
         try:
-            text = _read(source, stdin_text)
+            text = read_source(source, stdin_text)
         except (OSError, UnicodeDecodeError):
             continue
-        if "ResourceClaimTemplate" not in text and "extendedResourceName" not in text:
+        if not any(marker in text for marker in _EXISTING_MARKERS):
             continue
-        try:
-            documents = list(yaml.load_all(text, Loader=yaml.CSafeLoader))
-        except yaml.YAMLError:
-            continue
-        for document in documents:
+        for document in documents_mentioning(text, _EXISTING_MARKERS):
             items = (
                 document.get("items", [])
                 if isinstance(document, dict) and document.get("kind") == "List"
@@ -98,6 +91,7 @@ class Run:
         self.json_report = JsonReport(str(config.target))
         self.problems: list[dict[str, Any]] = []
         self.any_errors = False
+        self.jobs: int = getattr(args, "jobs", None) or default_jobs()
         notice = config.target.notice
         if notice:
             self._note_run(Finding(Severity.WARNING, "target-not-released", "", notice))
@@ -125,8 +119,8 @@ class Run:
 
     def results(self) -> Iterator[FileResult]:
         progress = Progress(sum(1 for _ in self.sources()) if sys.stderr.isatty() else 0)
-        for source in self.sources():
-            result = self._process(source)
+        for result in run_files(self.sources(), self.stdin_text, self.registry, self.options, self.jobs):
+            source = result.source
             self.extended.update(result.extended)
             self.summary.add(result, len(result.templates) + result.templates_inline)
             self.any_errors |= result.has_errors
@@ -137,20 +131,6 @@ class Run:
             progress.step(source.display)
             yield result
         progress.close()
-
-    def _process(self, source: Source) -> FileResult:
-        try:
-            text = _read(source, self.stdin_text)
-        except (OSError, UnicodeDecodeError) as exc:
-            result = FileResult(source, "", "")
-            result.error = f"cannot read: {getattr(exc, 'strerror', None) or exc}"
-            return result
-        try:
-            return process(source, text, self.registry, self.options)
-        except Exception as exc:  # one bad file must not stop a bulk run or leak a traceback
-            result = FileResult(source, text, text)
-            result.error = f"internal error, file left unchanged: {type(exc).__name__}: {exc}"
-            return result
 
     def finish(self) -> None:
         if self.report_kind == "none":

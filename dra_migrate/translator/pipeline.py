@@ -7,7 +7,7 @@ surgically (dra_migrate.translator.yamltext) so comments and layout around the c
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,10 +22,10 @@ from dra_migrate.engine import (
     convert,
     device_class_name,
 )
-from dra_migrate.translator.registry import TemplateRegistry
-from dra_migrate.translator.schema import validate_object
+from dra_migrate.translator.prefilter import Header, WholeStreamNeeded, passing_documents, prefilter_for
+from dra_migrate.translator.registry import TemplateKey, TemplateRegistry, template_key
 from dra_migrate.translator.sources import Source
-from dra_migrate.translator.yamltext import apply_changes, dump_json_like, split_stream
+from dra_migrate.translator.yamltext import Document, apply_changes, dump_json_like, split_stream
 
 _TEMPLATE_MARKERS = ("{{", "{%")
 
@@ -56,6 +56,10 @@ class FileResult:
     templates_inline: int = 0  # how many were written next to their workloads
     error: str | None = None
     skipped: str | None = None
+    # Between converting a YAML file and placing its templates (place_templates): each document's
+    # output text, and the templates each document needs, which the run's registry has not seen yet.
+    parts: list[str] = field(default_factory=list)
+    wanted: list[list[dict[str, Any]]] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -73,6 +77,7 @@ class RunOptions:
     input_classes: dict[str, list[ServingClass]] = field(default_factory=dict)
     templates_inline: bool = True  # False: templates go to --templates-file
     validate: bool = False
+    prefilter: bool = True  # pass documents that cannot change through unparsed (translator.prefilter)
 
 
 def _describe(report: DocumentReport, obj: Any) -> None:
@@ -91,6 +96,8 @@ def is_manifest(obj: Any) -> bool:
 
 
 def _validate(report: DocumentReport, objects: list[dict[str, Any]], options: RunOptions) -> None:
+    from dra_migrate.translator.schema import validate_object  # the schemas load only for --validate
+
     for obj in objects:
         result = validate_object(obj, options.config.target)
         for error in result.errors:
@@ -121,13 +128,13 @@ def _convert_document(obj: Any, report: DocumentReport, registry: TemplateRegist
     report.findings.extend(result.findings)
     if obj.get("kind") == "DeviceClass":
         report.findings.extend(_competing_classes(obj, options))
-    new_templates = [t for t in result.templates if registry.claim(t)]
+    new_templates = [t for t in result.templates if registry.is_new(t)]
     if result.object is None:
         report.status = "dropped"
     elif result.changed:
         report.status = "changed"
     if options.validate and result.object is not None:
-        _validate(report, [result.object, *new_templates], options)
+        _validate(report, [result.object], options)
     return _Converted(result.object, result.changed, new_templates, result.extended)
 
 
@@ -161,6 +168,16 @@ def dump_documents(objs: Iterable[Any]) -> str:
     )
 
 
+def _pass_through(text: str, header: Header, report: DocumentReport, options: RunOptions) -> None:
+    """A document the prefilter let through: unchanged, no findings; its object only to validate."""
+    report.kind, report.api_version = header.kind, header.api_version
+    if options.validate:
+        obj = yaml.load(text, Loader=yaml.CSafeLoader)
+        _describe(report, obj)
+        _validate(report, [obj], options)
+
+
+
 def _template_documents(templates: list[dict[str, Any]], text: str) -> str:
     if not templates:
         return ""
@@ -169,6 +186,12 @@ def _template_documents(templates: list[dict[str, Any]], text: str) -> str:
 
 
 def process_yaml(source: Source, text: str, registry: TemplateRegistry, options: RunOptions) -> FileResult:
+    if options.prefilter:
+        try:
+            documents = passing_documents(text, prefilter_for(options.config))
+            return _convert_stream(FileResult(source, text, text), documents, "", registry, options)
+        except WholeStreamNeeded:
+            pass  # start again the whole-stream way, which also reports any error as it always has
     result = FileResult(source, text, text)
     try:
         stream = split_stream(text)
@@ -178,10 +201,23 @@ def process_yaml(source: Source, text: str, registry: TemplateRegistry, options:
         else:
             result.error = _yaml_error(exc)
         return result
+    return _convert_stream(result, stream.documents, stream.tail, registry, options)
+
+
+def _convert_stream(
+    result: FileResult, documents: Iterable[Document], tail: str, registry: TemplateRegistry, options: RunOptions
+) -> FileResult:
+    """Documents one at a time (their values can go once edited); each template is wished for once."""
     out: list[str] = []
-    for index, document in enumerate(stream.documents):
+    wished: set[TemplateKey] = set()
+    for index, document in enumerate(documents):
         report = DocumentReport(index)
         result.documents.append(report)
+        if isinstance(document.obj, Header):
+            _pass_through(document.text, document.obj, report, options)
+            out.append(document.text)
+            result.wanted.append([])
+            continue
         converted = _convert_document(document.obj, report, registry, options)
         result.extended.update((spec.resource, spec) for spec in converted.extended)
         if report.status == "dropped":
@@ -191,14 +227,39 @@ def process_yaml(source: Source, text: str, registry: TemplateRegistry, options:
             out.append(apply_changes(document.text, document.obj, converted.obj))
         else:
             out.append(document.text)
-        if options.templates_inline:
-            out.append(_template_documents(converted.new_templates, out[-1]))
-            result.templates_inline += len(converted.new_templates)
-        else:
-            result.templates.extend(converted.new_templates)
+        # A later document of this file never writes a template an earlier one wished for.
+        wanted = [t for t in converted.new_templates if template_key(t) not in wished]
+        wished.update(template_key(t) for t in wanted)
+        result.wanted.append(wanted)
     if not result.documents or all(d.status == "skipped" for d in result.documents):
         result.skipped = "no Kubernetes objects (no apiVersion/kind)"
-    result.text = stream.join(out)
+    result.parts = out
+    result.text = "".join(out) + tail
+    return result
+
+
+def place_templates(result: FileResult, registry: TemplateRegistry, options: RunOptions) -> FileResult:
+    """Claim each document's templates in the run's order: the first document that needs one writes it.
+
+    Separate from converting, so files can be converted in parallel and still get exactly the
+    templates a one-by-one run gives them.
+    """
+    if not any(result.wanted):
+        return result
+    parts = list(result.parts)
+    assert len(parts) == len(result.wanted) == len(result.documents), "one part and one wish per document"
+    for index, wanted in enumerate(result.wanted):
+        new = [t for t in wanted if registry.claim(t)]
+        if options.validate:
+            _validate(result.documents[index], new, options)
+        if options.templates_inline:
+            parts[index] += _template_documents(new, parts[index])
+            result.templates_inline += len(new)
+        else:
+            result.templates.extend(new)
+    tail = result.text[sum(len(part) for part in result.parts) :]
+    result.text = "".join(parts) + tail
+    result.wanted = [[] for _ in result.wanted]
     return result
 
 
@@ -220,6 +281,9 @@ def process_json(source: Source, text: str, registry: TemplateRegistry, options:
     result.documents.append(report)
     converted = _convert_document(obj, report, registry, options)
     result.extended.update((spec.resource, spec) for spec in converted.extended)
+    converted.new_templates = [t for t in converted.new_templates if registry.claim(t)]
+    if options.validate:
+        _validate(report, converted.new_templates, options)
     if report.status == "skipped":
         result.skipped = "not a Kubernetes object (no apiVersion/kind)"
         return result
@@ -240,10 +304,11 @@ def process_json(source: Source, text: str, registry: TemplateRegistry, options:
     return result
 
 
-Processor = Callable[[Source, str, TemplateRegistry, RunOptions], FileResult]
+def looks_json(source: Source, text: str) -> bool:
+    return source.is_json or (source.path is None and text.lstrip().startswith(("{", "[")))
 
 
 def process(source: Source, text: str, registry: TemplateRegistry, options: RunOptions) -> FileResult:
-    looks_json = source.is_json or (source.path is None and text.lstrip().startswith(("{", "[")))
-    processor: Processor = process_json if looks_json else process_yaml
-    return processor(source, text, registry, options)
+    if looks_json(source, text):
+        return process_json(source, text, registry, options)
+    return place_templates(process_yaml(source, text, registry, options), registry, options)

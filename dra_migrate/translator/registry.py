@@ -19,6 +19,12 @@ class TemplateRegistry:
         self._known: set[TemplateKey] = set()
         self.device_classes: list[dict[str, Any]] = []
 
+    def copy(self) -> TemplateRegistry:
+        other = TemplateRegistry()
+        other._known = set(self._known)
+        other.device_classes = list(self.device_classes)
+        return other
+
     def note_device_class(self, device_class: dict[str, Any]) -> None:
         spec = device_class.get("spec")
         if isinstance(spec, dict) and spec.get("extendedResourceName"):
@@ -27,6 +33,10 @@ class TemplateRegistry:
     def note_existing(self, template: dict[str, Any]) -> None:
         """A template already in the inputs (for example from an earlier run) is not written again."""
         self._known.add(template_key(template))
+
+    def is_new(self, template: dict[str, Any]) -> bool:
+        """Not seen yet (claim() decides who writes it)."""
+        return template_key(template) not in self._known
 
     def claim(self, template: dict[str, Any]) -> bool:
         """True the first time a template is seen: the caller writes it."""

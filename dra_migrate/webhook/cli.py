@@ -7,11 +7,8 @@ these parsers, and flask, gunicorn and the kubernetes client load only for `serv
 from __future__ import annotations
 
 import argparse
-import logging
 import os
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 from dra_migrate.exits import fail
@@ -94,6 +91,10 @@ def serve_command(args: argparse.Namespace) -> int:
         kube = load_configuration(args.kubeconfig)
     except KubeConfigError as exc:
         return fail("serve", str(exc))
+
+    import logging
+    import shutil
+    import tempfile
 
     logging.basicConfig(
         level=args.log_level.upper(),

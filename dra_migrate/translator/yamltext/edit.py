@@ -17,7 +17,6 @@ from yaml.nodes import Node
 
 from dra_migrate.translator.yamltext.diff import AddKeys, AppendItems, Op, Replace, diff, get_path, same
 from dra_migrate.translator.yamltext.layout import detect_layout
-from dra_migrate.translator.yamltext.roundtrip import frame, roundtrip_edit
 from dra_migrate.translator.yamltext.shapes import DeclineError, Layout
 from dra_migrate.translator.yamltext.surgical import SurgicalEditor
 
@@ -62,6 +61,8 @@ def _compose(text: str) -> Node:
 
 
 def _fallback(doc_text: str, ops: list[Op], new: Any, layout: Layout, reason: str) -> EditResult:
+    from dra_migrate.translator.yamltext.roundtrip import roundtrip_edit  # ruamel.yaml: only when needed
+
     try:
         text = roundtrip_edit(doc_text, ops, layout)
         if parses_to(text, new):
@@ -74,6 +75,8 @@ def _fallback(doc_text: str, ops: list[Op], new: Any, layout: Layout, reason: st
 
 def rewrite(doc_text: str, new: Any) -> str:
     """A plain dump of `new` that keeps the document's framing (`---`, `...`) so streams still join."""
+    from dra_migrate.translator.yamltext.roundtrip import frame
+
     head, body, foot = frame(doc_text)
     text = yaml.dump(
         new,

@@ -1,0 +1,77 @@
+"""What can make `convert` change or report on an object, in terms a text scanner can check.
+
+The translator passes documents through byte for byte, without parsing them, when their text
+shows none of these (dra_migrate/translator/prefilter.py). Every rule here mirrors a decision the
+engine takes: `route` is the dispatch `convert` itself uses, and the pod-spec fields are the ones
+`convert`'s pre-check and the rule modules read; a new rule that reads another field adds it here.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from dra_migrate.engine.config import Config
+from dra_migrate.engine.mapping import is_extended_resource
+from dra_migrate.engine.versions import RESOURCE_GROUP
+from dra_migrate.engine.workloads import api_group
+
+# Pod-spec fields whose presence alone can lead to a change or a finding (claims already in use,
+# the invalid inline form, the 1.30 `source` inside them).
+CLAIM_FIELDS = ("resourceClaims", "resourceClaimTemplates")
+# Container fields: `resources.claims`, and `resourceFieldRef.resource: claims.*` (invalid construct).
+CONTAINER_CLAIMS = "claims"
+# Container resource maps whose keys are device-plugin requests.
+RESOURCE_SECTIONS = ("limits", "requests")
+NODE_NAME = "nodeName"
+
+
+class Route(enum.Enum):
+    """Which part of the engine an object goes to; NONE returns it unchanged, without findings."""
+
+    NONE = "none"
+    LIST = "list"
+    DRA = "dra"
+    WORKLOAD = "workload"
+
+
+def route_for(api_version: object, kind: str, config: Config) -> Route:
+    if kind == "List":
+        return Route.LIST
+    if api_group(api_version) == RESOURCE_GROUP:
+        return Route.DRA
+    if config.workloads.lookup({"apiVersion": api_version, "kind": kind}) is not None:
+        return Route.WORKLOAD
+    return Route.NONE
+
+
+@dataclass(frozen=True, slots=True)
+class TextTriggers:
+    """For one configuration: what a workload's text must contain for `convert` to do anything.
+
+    * `field_names`: pod-spec and container field names (each a plain key, matched as written);
+    * `resource_sections` / `device_name`: a key under these maps that `device_name` accepts is a
+      device request. That is every extended resource, mapped or not: an unmapped one is reported,
+      so a name in the mapping table (or matching one of its patterns) is only a subset of them.
+    """
+
+    field_names: tuple[str, ...]
+    resource_sections: tuple[str, ...]
+    device_name: Callable[[str], bool]
+    config: Config
+
+    def route(self, api_version: object, kind: str) -> Route:
+        return route_for(api_version, kind, self.config)
+
+
+def text_triggers(config: Config) -> TextTriggers:
+    # nodeName alone matters only when every pod gets node selection; otherwise only pods with
+    # claims, which the other triggers already catch.
+    node = (NODE_NAME,) if config.node_name.scope == "all" else ()
+    return TextTriggers(
+        field_names=(*CLAIM_FIELDS, CONTAINER_CLAIMS, *node),
+        resource_sections=RESOURCE_SECTIONS,
+        device_name=is_extended_resource,
+        config=config,
+    )
