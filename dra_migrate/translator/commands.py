@@ -31,7 +31,6 @@ from dra_migrate.translator.prefilter import documents_mentioning
 from dra_migrate.translator.registry import TemplateRegistry
 from dra_migrate.translator.report import JsonReport, Progress, RunSummary, file_entries, print_summary, run_entry
 from dra_migrate.translator.runner import default_jobs, read_source, run_files
-from dra_migrate.translator.schema import schema_notice
 from dra_migrate.translator.sources import Source, discover, has_stdin
 
 
@@ -95,7 +94,11 @@ class Run:
         notice = config.target.notice
         if notice:
             self._note_run(Finding(Severity.WARNING, "target-not-released", "", notice))
-        schema = schema_notice(config.target) if args.validate else None
+        schema = None
+        if args.validate:
+            from dra_migrate.translator.schema import schema_notice  # the schemas load only for --validate
+
+            schema = schema_notice(config.target)
         if schema:
             self._note_run(Finding(Severity.WARNING, "schema-fallback", "", schema))
 
