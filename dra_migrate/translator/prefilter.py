@@ -71,9 +71,15 @@ _FLOW_SEQ = rf"\[[ \t]*(?:{_FLOW_ITEM}(?:[ \t]*,[ \t]*{_FLOW_ITEM})*[ \t]*,?)?[ 
 _VALUE = rf"(?:{_PLAIN}|{_DQ}|{_SQ}|{_FLOW_SEQ})"
 _KEY = rf"(?P<key>[A-Za-z0-9_./-]+|{_DQ}|{_SQ})"
 _COMMENT = r"(?:[ \t]+#[^\n]*)?"
-_SAFE_LINE = re.compile(
+_SAFE_LINE_PATTERN = (
     rf"[ \t]*(?:#[^\n]*|(?:-[ \t]+)*(?:{_KEY}:(?:[ \t]+{_VALUE})?|-[ \t]+{_VALUE}){_COMMENT}[ \t]*)\r?"
 )
+
+
+@lru_cache(maxsize=1)
+def _safe_line() -> re.Pattern[str]:
+    """Compiled on first use: it is large, and only workloads with a `/` after `limits` need it."""
+    return re.compile(_SAFE_LINE_PATTERN)
 
 
 @lru_cache(maxsize=256)
@@ -141,7 +147,7 @@ class Prefilter:
         return _all_exempt(unsafe, text)
 
     def _line_safe(self, line: str) -> bool:
-        found = _SAFE_LINE.fullmatch(line)
+        found = _safe_line().fullmatch(line)
         if found is None:
             return False
         key = found.group("key")
