@@ -34,6 +34,7 @@ test: lint
 ## Control-plane binaries of every supported release (DRA_MIGRATE_E2E_RELEASES=1.37 for fewer).
 e2e-bins:
 	bash tests/e2e/build-control-plane.sh
+	bash tests/translator/build-kustomize.sh
 
 ## helm for the chart tests, built from Go modules into ~/.cache/dra-migrate/helm-<version>/ (reused).
 helm-bin:

@@ -16,7 +16,6 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from dra_migrate import __version__
 from dra_migrate.certs import cli as certs_cli
 from dra_migrate.exits import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED
 from dra_migrate.translator import cli as translator_cli
@@ -28,12 +27,22 @@ def _program_name() -> str:
     return "kubectl dra-migrate" if invoked.startswith("kubectl-") else "dra-migrate"
 
 
+class _Version(argparse.Action):
+    """--version, reading the installed version only when asked (importlib.metadata is slow to load)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        import dra_migrate
+
+        sys.stdout.write(f"dra-migrate {dra_migrate.__version__}\n")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=_program_name(),
         description="Move device-plugin workloads to Kubernetes Dynamic Resource Allocation.",
     )
-    parser.add_argument("--version", action="version", version=f"dra-migrate {__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     translator_cli.register(subparsers)
     webhook_cli.register(subparsers)

@@ -42,6 +42,7 @@ from dra_migrate.engine.templates import (
     spec_matches,
     template_name,
 )
+from dra_migrate.engine.triggers import Route, TextTriggers, text_triggers
 from dra_migrate.engine.validation import cel_problem, dns_subdomain_problem
 from dra_migrate.engine.versions import RESOURCE_GROUP, Target, TargetVersionError
 
@@ -60,12 +61,14 @@ __all__ = [
     "Finding",
     "OpaqueConfig",
     "PathParts",
+    "Route",
     "Rule",
     "ServingClass",
     "Severity",
     "Strategy",
     "Target",
     "TargetVersionError",
+    "TextTriggers",
     "Unconvertible",
     "build_device_class",
     "build_template",
@@ -86,6 +89,7 @@ __all__ = [
     "spec_key",
     "spec_matches",
     "template_name",
+    "text_triggers",
     "with_emitted_classes",
     "with_served_classes",
     "with_strategy",

@@ -10,9 +10,10 @@ import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import jsonschema
+if TYPE_CHECKING:
+    import jsonschema
 
 from dra_migrate.engine.mapping import BUILTIN_MAPPINGS, DeviceMapping, MappingTable, OpaqueConfig
 from dra_migrate.engine.strategy import ServingClass, Strategy
@@ -178,6 +179,12 @@ def _check_values(raw: Mapping[str, Any], where: str) -> None:
                 raise ConfigError(f"{where}.{field_name}[{j}]: {problem}")
 
 
+def _schema_errors(schema: dict[str, Any], data: Mapping[str, Any]) -> list[jsonschema.ValidationError]:
+    import jsonschema  # only a config file needs it (an empty one is valid): start-up stays fast
+
+    return sorted(jsonschema.Draft202012Validator(schema).iter_errors(data), key=lambda e: e.path)
+
+
 def builtin_mappings() -> list[DeviceMapping]:
     return [_mapping_from_dict(raw, f"builtin[{i}]") for i, raw in enumerate(BUILTIN_MAPPINGS)]
 
@@ -199,7 +206,7 @@ def parse_config(
     schema = CONFIG_SCHEMA
     if sections:
         schema = {**CONFIG_SCHEMA, "properties": {**CONFIG_SCHEMA["properties"], **sections}}
-    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(data), key=lambda e: e.path)
+    errors = _schema_errors(schema, data) if data else []  # an empty mapping is valid
     if errors:
         raise ConfigError("; ".join(f"{_location(e)}: {e.message}" for e in errors[:5]))
     try:

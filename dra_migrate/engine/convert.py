@@ -21,8 +21,15 @@ from dra_migrate.engine.ray import CLUSTER_SPECS as RAY_KINDS
 from dra_migrate.engine.ray import keep_ray_resources
 from dra_migrate.engine.result import Conversion, ConversionResult
 from dra_migrate.engine.strategy import Path, decide
+from dra_migrate.engine.triggers import (
+    CLAIM_FIELDS,
+    CONTAINER_CLAIMS,
+    NODE_NAME,
+    RESOURCE_SECTIONS,
+    Route,
+    route_for,
+)
 from dra_migrate.engine.unknown import report_unknown_kind
-from dra_migrate.engine.versions import RESOURCE_GROUP
 from dra_migrate.engine.workloads import api_group
 
 
@@ -30,24 +37,22 @@ def convert(obj: Mapping[str, Any], config: Config) -> ConversionResult:
     """Convert one object. Never raises for odd input: what cannot be converted is left as is and reported."""
     if not isinstance(obj, dict) or not isinstance(obj.get("kind"), str):
         return ConversionResult(object=dict(obj) if isinstance(obj, Mapping) else None, changed=False)
-    if obj.get("kind") == "List" and isinstance(obj.get("items"), list):
+    where = route_for(obj.get("apiVersion"), obj["kind"], config)
+    if where is Route.LIST and isinstance(obj.get("items"), list):
         return _convert_list(obj, config)
-    if api_group(obj.get("apiVersion")) == RESOURCE_GROUP:
+    if where is Route.DRA:
         findings = Findings()
         converted, changed = convert_dra_object(obj, config.target, findings)
         return ConversionResult(converted, changed, [], findings.items)
-    workload = config.workloads.lookup(obj)
-    if workload is None and _QUOTA_KINDS.get(str(obj.get("kind"))) == api_group(obj.get("apiVersion")):
+    if where is Route.QUOTA:
         return _convert_quota(obj, config)
+    workload = config.workloads.lookup(obj) if where is Route.WORKLOAD else None
     if workload is None:
         unknown = report_unknown_kind(obj, api_group(obj.get("apiVersion")), config.mappings)
         return ConversionResult(obj, False, [], unknown)
     if workload.unsupported:
         return _report_unsupported(obj, workload.unsupported, config)
     return _convert_workload(obj, config)
-
-
-_QUOTA_KINDS = {"ResourceQuota": "", "ClusterQueue": "kueue.x-k8s.io"}
 
 
 def _convert_quota(obj: dict[str, Any], config: Config) -> ConversionResult:
@@ -67,8 +72,11 @@ def _namespace(obj: Mapping[str, Any]) -> str | None:
 
 
 def _needs_work(pod_spec: dict[str, Any], container_fields: tuple[str, ...]) -> bool:
-    """Read-only pre-check, so the common workload without devices is not copied at all."""
-    if pod_spec.get("nodeName") or pod_spec.get("resourceClaims") or "resourceClaimTemplates" in pod_spec:
+    """Read-only pre-check, so the common workload without devices is not copied at all.
+
+    The fields read here are the engine's text triggers (dra_migrate/engine/triggers.py).
+    """
+    if pod_spec.get(NODE_NAME) or any(name in pod_spec for name in CLAIM_FIELDS):
         return True
     for kind in ("initContainers", "containers", "ephemeralContainers"):
         for container in pod_spec.get(kind) or ():
@@ -76,11 +84,11 @@ def _needs_work(pod_spec: dict[str, Any], container_fields: tuple[str, ...]) -> 
                 continue
             resources = container.get("resources")
             if isinstance(resources, dict):
-                for section in ("limits", "requests"):
+                for section in RESOURCE_SECTIONS:
                     values = resources.get(section)
                     if isinstance(values, dict) and any(is_extended_resource(str(name)) for name in values):
                         return True
-                if resources.get("claims"):
+                if resources.get(CONTAINER_CLAIMS):
                     return True
             if any(isinstance(env, dict) and "valueFrom" in env for env in container.get("env") or ()):
                 return True
@@ -159,7 +167,7 @@ def _report_unsupported(obj: dict[str, Any], reason: str, config: Config) -> Con
     findings = Findings()
     extended: dict[str, DeviceRequestSpec] = {}
     for path, resources in _find_resource_maps(obj):
-        for section in ("limits", "requests"):
+        for section in RESOURCE_SECTIONS:
             values = resources.get(section)
             if not isinstance(values, dict):
                 continue

@@ -18,14 +18,22 @@ def output_format(value: str) -> str:
     )
 
 
-def _size(value: str) -> int:
+def _positive(value: str, unit: str) -> int:
     try:
-        megabytes = int(value)
+        number = int(value)
     except ValueError:
-        megabytes = 0
-    if megabytes <= 0:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a positive whole number of MiB")
-    return megabytes * 1024 * 1024
+        number = 0
+    if number <= 0:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a positive whole number{unit}")
+    return number
+
+
+def _size(value: str) -> int:
+    return _positive(value, " of MiB") * 1024 * 1024
+
+
+def _jobs(value: str) -> int:
+    return _positive(value, "")
 
 
 def _common_arguments(parser: argparse.ArgumentParser) -> None:
@@ -72,6 +80,13 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
         help="write the report to PATH instead of stderr (json when PATH ends in .json, else text)",
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="print errors only: no warnings, summary, progress")
+    parser.add_argument(
+        "-j",
+        "--jobs",
+        type=_jobs,
+        metavar="N",
+        help="convert files in N processes (default: the CPUs this process may use); output is the same",
+    )
     parser.add_argument(
         "--validate",
         action="store_true",
@@ -129,6 +144,15 @@ def register(subparsers: Any) -> None:
     _common_arguments(diff)
     diff.set_defaults(handler=_run_diff)
 
+    krm = subparsers.add_parser(
+        "krm",
+        help="run as a KRM function: ResourceList on stdin, converted on stdout (kustomize, kpt, Argo CD)",
+        description="Read a ResourceList (config.kubernetes.io/v1) on stdin and write it converted on stdout, "
+        "with the generated ResourceClaimTemplates among its items and the findings as results. "
+        "functionConfig (optional): a ConfigMap with data.targetVersion, data.validate and data.config.",
+    )
+    krm.set_defaults(handler=_run_krm)
+
 
 def _run_convert(args: argparse.Namespace) -> int:
     from dra_migrate.translator.commands import run_convert
@@ -140,3 +164,11 @@ def _run_diff(args: argparse.Namespace) -> int:
     from dra_migrate.translator.commands import run_diff
 
     return run_diff(args)
+
+
+def _run_krm(args: argparse.Namespace) -> int:
+    import sys
+
+    from dra_migrate.translator.krm import run_krm
+
+    return run_krm(sys.stdin, sys.stdout)

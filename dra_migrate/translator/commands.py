@@ -32,11 +32,12 @@ from dra_migrate.translator import limits
 from dra_migrate.translator.inputs import InputTooLargeError, read_file, read_stdin
 from dra_migrate.translator.kustomize import FILE_NAMES, TEMPLATES_FILE, Kustomization, KustomizationIndex
 from dra_migrate.translator.output import JsonWriter, StdoutWriter, install_signal_cleanup, write_atomic
-from dra_migrate.translator.pipeline import FileResult, RunOptions, dump_documents, process
+from dra_migrate.translator.pipeline import FileResult, RunOptions, dump_documents, place_templates, process
 from dra_migrate.translator.placement import add_resource, merge_templates
+from dra_migrate.translator.prefilter import documents_mentioning
 from dra_migrate.translator.registry import TemplateKey, TemplateRegistry, template_key
 from dra_migrate.translator.report import Progress, Reporter, paint, use_colour
-from dra_migrate.translator.schema import schema_notice
+from dra_migrate.translator.runner import Work, default_jobs, read_error, run_files
 from dra_migrate.translator.sources import Source, discover, display_path, has_stdin
 from dra_migrate.translator.yamltext import kubeyaml
 
@@ -45,15 +46,15 @@ class UsageError(Exception):
     pass
 
 
+_EXISTING_MARKERS = ("ResourceClaimTemplate", "extendedResourceName")
+
+
 def _objects(text: str) -> list[Any]:
-    if "ResourceClaimTemplate" not in text and "extendedResourceName" not in text:
-        return []
-    try:
-        documents = kubeyaml.load_all(text)
-    except (yaml.YAMLError, ValueError, RecursionError):
+    """Objects of the documents that can be a template or a KEP-5004 DeviceClass (only those are loaded)."""
+    if not any(marker in text for marker in _EXISTING_MARKERS):
         return []
     out: list[Any] = []
-    for document in documents:
+    for document in documents_mentioning(text, _EXISTING_MARKERS):
         is_list = isinstance(document, dict) and document.get("kind") == "List"
         items = document.get("items") if is_list else [document]
         out.extend(item for item in items if isinstance(items, list) and isinstance(item, dict))
@@ -97,10 +98,16 @@ class Run:
             validate=args.validate,
         )
         self.extended: dict[str, DeviceRequestSpec] = {}  # names left to KEP-5004, for --device-classes
+        self.work = Work(self.options, self.limit)
+        self.jobs: int = args.jobs or default_jobs()
         self.reporter = Reporter(args, str(config.target))
         if config.target.notice:
             self.reporter.add_run(Finding(Severity.WARNING, "target-not-released", "", config.target.notice))
-        schema = schema_notice(config.target) if args.validate else None
+        schema = None
+        if args.validate:
+            from dra_migrate.translator.schema import schema_notice  # the schemas load only for --validate
+
+            schema = schema_notice(config.target)
         if schema:
             self.reporter.add_run(Finding(Severity.WARNING, "schema-fallback", "", schema))
         self.any_errors = False
@@ -167,10 +174,9 @@ class Run:
     def results(self) -> Iterator[FileResult]:
         total = sum(1 for _ in self.sources()) if self.reporter.progress_allowed and sys.stderr.isatty() else 0
         progress = Progress(total)
-        for source in self.sources():
-            result = self._process(source)
+        for result in run_files(self.sources(), self, self.jobs):
             self.record(result)
-            progress.step(source.display)
+            progress.step(result.source.display)
             yield result
         progress.close()
 
@@ -188,7 +194,10 @@ class Run:
         options = dataclasses.replace(self.options, templates_inline=owner is None)
         return self.registry.child(), options, owner
 
-    def _process(self, source: Source) -> FileResult:
+    # -- the steps of translator.runner ---------------------------------------------------
+
+    def admit(self, source: Source) -> FileResult | None:
+        """A file reached again through a symbolic link is converted once (in place it would be written twice)."""
         if source.path is not None and self.args.in_place_like:
             real = source.path.resolve()
             if real in self._seen:
@@ -196,11 +205,17 @@ class Run:
                 result.skipped = f"the same file as {self._seen[real]} (a symbolic link): converted once, through it"
                 return result
             self._seen[real] = source.display
+        return None
+
+    def local(self, source: Source) -> bool:
+        return source.path is None or source.is_json or source.path in self._streams or not source.path.is_file()
+
+    def whole(self, source: Source) -> FileResult:
         try:
             text = self._read(source)
         except (OSError, UnicodeDecodeError, InputTooLargeError) as exc:
             result = FileResult(source, "", "")
-            result.error = f"cannot read: {getattr(exc, 'strerror', None) or exc}"
+            result.error = read_error(exc)
             return result
         registry, options, owner = self._unit(source)
         try:
@@ -209,12 +224,29 @@ class Run:
             result = FileResult(source, text, text)
             result.error = f"internal error, file left unchanged: {type(exc).__name__}: {exc}"
             return result
+        return self._settle(result, owner)
+
+    def place(self, result: FileResult) -> FileResult:
+        registry, options, owner = self._unit(result.source)
+        try:
+            placed = place_templates(result, registry, options)
+        except Exception as exc:  # as in whole(): the file is left unchanged and the run goes on
+            placed = FileResult(result.source, result.original, result.original)
+            placed.error = f"internal error, file left unchanged: {type(exc).__name__}: {exc}"
+            return placed
+        return self._settle(placed, owner)
+
+    def _settle(self, result: FileResult, owner: Kustomization | None) -> FileResult:
+        """Templates that go to a kustomization's templates file or to --templates-file: they are
+        counted in the report where they land (that file's result), not here."""
+        source = result.source
         if owner is not None and result.templates and source.root is not None:
             self.needs.setdefault(owner.path, []).extend(result.templates)
             self.roots.setdefault(owner.path, source.root)
-            result.templates_inline, result.templates = len(result.templates), []  # counted where they land
+            result.templates = []
         elif self.placement == "single":
             self.templates.extend(result.templates)
+            result.templates = []
         return result
 
     # -- templates outside the converted files --------------------------------------------

@@ -37,8 +37,11 @@ def _allowed_alias_ratio(decoded: int) -> float:
 
 def might_exceed(text: str) -> bool:
     """False when the text alone shows the document is within bounds (the common case, in C speed)."""
-    if "&" in text and "*" in text:
-        return True
+    return ("&" in text and "*" in text) or might_nest_too_deep(text)
+
+
+def might_nest_too_deep(text: str) -> bool:
+    """The nesting part of `might_exceed`, for a caller that has ruled out anchors and aliases."""
     brackets = text.count("[") + text.count("{")
     return brackets * 2 > MAX_DEPTH or _INDENT.search(text) is not None
 

@@ -1,13 +1,18 @@
 """One input file through the engine: parse, convert each document, edit the text, add templates.
 
-Documents the engine leaves alone keep their exact source text; changed YAML documents are edited
-surgically (dra_migrate.translator.yamltext) so comments and layout around the change survive.
+Documents the engine leaves alone keep their exact source text; those whose text shows they cannot
+change are not even parsed (translator.prefilter). Changed YAML documents are edited surgically
+(dra_migrate.translator.yamltext) so comments and layout around the change survive.
+
+Converting a YAML file (`process_yaml`) and placing its ResourceClaimTemplates (`place_templates`)
+are separate steps, so files can be converted in parallel and still get exactly the templates a
+one-by-one run gives them (translator.runner).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,11 +28,11 @@ from dra_migrate.engine import (
     device_class_name,
 )
 from dra_migrate.translator import limits
-from dra_migrate.translator.checks import split_by_origin
 from dra_migrate.translator.inputs import newline_of
-from dra_migrate.translator.registry import Claim, TemplateRegistry, describe_key, template_key
+from dra_migrate.translator.prefilter import Header, WholeStreamNeeded, passing_documents, prefilter_for
+from dra_migrate.translator.registry import Claim, TemplateRegistry, template_conflict
 from dra_migrate.translator.sources import Source
-from dra_migrate.translator.yamltext import EditResult, dump_json_like, edit_document, kubeyaml, split_stream
+from dra_migrate.translator.yamltext import Document, EditResult, dump_json_like, edit_document, kubeyaml, split_stream
 
 _TEMPLATE_MARKERS = ("{{", "{%")
 
@@ -59,6 +64,11 @@ class FileResult:
     error: str | None = None
     skipped: str | None = None
     file_findings: list[Finding] = field(default_factory=list)  # about the file as a whole
+    # Between converting a YAML file and placing its templates (place_templates): each document's
+    # output text, the templates each document needs, and the templates the file already holds.
+    parts: list[str] = field(default_factory=list)
+    wanted: list[list[dict[str, Any]]] = field(default_factory=list)
+    existing: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -80,6 +90,7 @@ class RunOptions:
     input_classes: dict[str, list[ServingClass]] = field(default_factory=dict)
     templates_inline: bool = True  # False: templates go to --templates-file
     validate: bool = False
+    prefilter: bool = True  # pass documents that cannot change through unparsed (translator.prefilter)
 
 
 def _describe(report: DocumentReport, obj: Any) -> None:
@@ -99,6 +110,8 @@ def is_manifest(obj: Any) -> bool:
 
 def _validate(report: DocumentReport, original: Any, objects: list[dict[str, Any]], options: RunOptions) -> None:
     """Problems the conversion introduced (`schema`) apart from those the input already had (`schema-input`)."""
+    from dra_migrate.translator.checks import split_by_origin  # the schemas load only for --validate
+
     target = options.config.target
     for index, obj in enumerate(objects):
         introduced, inherited = split_by_origin(obj, original if index == 0 else None, target)
@@ -125,7 +138,8 @@ class _Converted:
     extended: list[DeviceRequestSpec] = field(default_factory=list)
 
 
-def _convert_document(obj: Any, report: DocumentReport, registry: TemplateRegistry, options: RunOptions) -> _Converted:
+def _convert_document(obj: Any, report: DocumentReport, options: RunOptions) -> _Converted:
+    """One document; the templates it needs are claimed later (`_claim`), in the run's order."""
     _describe(report, obj)
     if not is_manifest(obj):
         report.status = "skipped"
@@ -134,40 +148,39 @@ def _convert_document(obj: Any, report: DocumentReport, registry: TemplateRegist
     report.findings.extend(result.findings)
     if obj.get("kind") == "DeviceClass":
         report.findings.extend(_competing_classes(obj, options))
-    new_templates = []
-    for template in result.templates:
-        claim = registry.claim(template)
-        if claim is Claim.NEW:
-            new_templates.append(template)
-        elif claim is Claim.CONFLICT:
-            report.findings.append(_conflict(template))
     if result.object is None:
         report.status = "dropped"
     elif result.changed:
         report.status = "changed"
     if options.validate and result.object is not None:
-        _validate(report, obj, [result.object, *new_templates], options)
-    return _Converted(result.object, result.changed, new_templates, result.extended)
+        _validate(report, obj, [result.object], options)
+    return _Converted(result.object, result.changed, result.templates, result.extended)
 
 
-def _conflict(template: dict[str, Any]) -> Finding:
-    key = describe_key(template_key(template))
-    return Finding(
-        Severity.ERROR,
-        "template-conflict",
-        "",
-        f"ResourceClaimTemplate {key} already exists in the output with another spec (edited by hand?); "
-        "it is left as is, so the converted workload would get other devices than it asked for",
-    )
+def _claim(
+    templates: list[dict[str, Any]], report: DocumentReport, registry: TemplateRegistry, options: RunOptions
+) -> list[dict[str, Any]]:
+    """The templates this document writes: those its unit has not seen yet (a different spec under a
+    name already there is an error, never an overwrite)."""
+    new = []
+    for template in templates:
+        claim = registry.claim(template)
+        if claim is Claim.NEW:
+            new.append(template)
+        elif claim is Claim.CONFLICT:
+            report.findings.append(template_conflict(template))
+    if options.validate:
+        _validate(report, None, new, options)
+    return new
 
 
-def note_templates(objects: list[Any], registry: TemplateRegistry) -> None:
-    """Templates a file already holds (itself or inside a List) are not added to it again."""
+def held_templates(objects: Iterable[Any]) -> Iterator[dict[str, Any]]:
+    """Templates a file already holds (itself or inside a List): they are not added to it again."""
     for obj in objects:
         items = obj.get("items") if isinstance(obj, dict) and obj.get("kind") == "List" else [obj]
         for item in items if isinstance(items, list) else ():
             if isinstance(item, dict) and item.get("kind") == "ResourceClaimTemplate":
-                registry.note_existing(item)
+                yield item
 
 
 def _competing_classes(device_class: dict[str, Any], options: RunOptions) -> list[Finding]:
@@ -206,7 +219,15 @@ def _template_documents(templates: list[dict[str, Any]], text: str, nl: str) -> 
     return lead + (body.replace("\n", nl) if nl != "\n" else body)
 
 
-def process_yaml(source: Source, text: str, registry: TemplateRegistry, options: RunOptions) -> FileResult:
+def process_yaml(source: Source, text: str, options: RunOptions, first_line: int = 0) -> FileResult:
+    """Convert a YAML file; its templates are placed by `place_templates`. `first_line`: where
+    `text` starts in the file, when it is a chunk of one (translator.runner)."""
+    if options.prefilter:
+        try:
+            documents = passing_documents(text, prefilter_for(options.config))
+            return _convert_stream(FileResult(source, text, text), documents, "", options, first_line)
+        except WholeStreamNeeded:
+            pass  # start again the whole-stream way, which also reports any error as it always has
     result = FileResult(source, text, text)
     try:
         stream = split_stream(text)
@@ -216,20 +237,30 @@ def process_yaml(source: Source, text: str, registry: TemplateRegistry, options:
         else:
             result.error = _yaml_error(exc)
         return result
-    for index, document in enumerate(stream.documents):
+    return _convert_stream(result, stream.documents, stream.tail, options, first_line)
+
+
+def _convert_stream(
+    result: FileResult, documents: Iterable[Document], tail: str, options: RunOptions, first_line: int
+) -> FileResult:
+    """Documents one at a time, so a document's value can go once it is edited."""
+    out: list[str] = []
+    nl = newline_of(result.original)
+    for index, document in enumerate(documents):
+        report = DocumentReport(index)
+        result.documents.append(report)
+        result.wanted.append([])
+        if isinstance(document.obj, Header):
+            _pass_through(document.text, document.obj, report, options)
+            out.append(document.text)
+            continue
         if limits.might_exceed(document.text):
             try:
                 limits.check(document.obj)
             except limits.LimitError as exc:
-                result.error = f"document {index + 1}: {exc}; file left unchanged"
-                return result
-    out: list[str] = []
-    nl = newline_of(text)
-    note_templates([document.obj for document in stream.documents], registry)
-    for index, document in enumerate(stream.documents):
-        report = DocumentReport(index)
-        result.documents.append(report)
-        converted = _convert_document(document.obj, report, registry, options)
+                return _refused(result, f"document {index + 1}: {exc}; file left unchanged")
+        result.existing.extend(held_templates([document.obj]))
+        converted = _convert_document(document.obj, report, options)
         result.extended.update((spec.resource, spec) for spec in converted.extended)
         if report.status == "dropped":
             header = f"---{nl}" if document.text.startswith("---") else ""
@@ -237,18 +268,53 @@ def process_yaml(source: Source, text: str, registry: TemplateRegistry, options:
         elif converted.changed:
             edited = edit_document(document.text, document.obj, converted.obj)
             out.append(edited.text)
-            first_line = text.count("\n", 0, document.start)
-            report.findings.extend(_lost_comment_findings(edited, first_line))
+            line = first_line + result.original.count("\n", 0, document.start)
+            report.findings.extend(_lost_comment_findings(edited, line))
         else:
             out.append(document.text)
-        if options.templates_inline:
-            out.append(_template_documents(converted.new_templates, out[-1], nl))
-            result.templates_inline += len(converted.new_templates)
-        else:
-            result.templates.extend(converted.new_templates)
+        result.wanted[-1] = converted.new_templates
     if not result.documents or all(d.status == "skipped" for d in result.documents):
         result.skipped = "no Kubernetes objects (no apiVersion/kind)"
-    result.text = stream.join(out)
+    result.parts = out
+    result.text = "".join(out) + tail
+    return result
+
+
+def _refused(result: FileResult, error: str) -> FileResult:
+    refused = FileResult(result.source, result.original, result.original)
+    refused.error = error
+    return refused
+
+
+def _pass_through(text: str, header: Header, report: DocumentReport, options: RunOptions) -> None:
+    """A document the prefilter let through: unchanged, no findings; its object only to validate."""
+    report.kind, report.api_version = header.kind, header.api_version
+    if options.validate:
+        obj = kubeyaml.load_all(text)[0]
+        _describe(report, obj)
+        _validate(report, obj, [obj], options)
+
+
+def place_templates(result: FileResult, registry: TemplateRegistry, options: RunOptions) -> FileResult:
+    """Claim each document's templates in the run's order: the first document that needs one writes it,
+    in the file (inline placement) or for a templates file."""
+    for template in result.existing:
+        registry.note_existing(template)
+    if not any(result.wanted):
+        return result
+    assert len(result.parts) == len(result.wanted) == len(result.documents), "one part and one wish per document"
+    nl = newline_of(result.original)
+    parts = list(result.parts)
+    for index, wanted in enumerate(result.wanted):
+        new = _claim(wanted, result.documents[index], registry, options)
+        if options.templates_inline:
+            parts[index] += _template_documents(new, parts[index], nl)
+            result.templates_inline += len(new)
+        else:
+            result.templates.extend(new)
+    tail = result.text[sum(len(part) for part in result.parts) :]
+    result.text = "".join(parts) + tail
+    result.wanted = [[] for _ in result.wanted]
     return result
 
 
@@ -289,8 +355,10 @@ def process_json(source: Source, text: str, registry: TemplateRegistry, options:
         return result
     report = DocumentReport(0)
     result.documents.append(report)
-    note_templates([obj], registry)
-    converted = _convert_document(obj, report, registry, options)
+    for template in held_templates([obj]):
+        registry.note_existing(template)
+    converted = _convert_document(obj, report, options)
+    converted.new_templates = _claim(converted.new_templates, report, registry, options)
     result.extended.update((spec.resource, spec) for spec in converted.extended)
     if report.status == "skipped":
         result.skipped = "not a Kubernetes object (no apiVersion/kind)"
@@ -312,10 +380,12 @@ def process_json(source: Source, text: str, registry: TemplateRegistry, options:
     return result
 
 
-Processor = Callable[[Source, str, TemplateRegistry, RunOptions], FileResult]
+def looks_json(source: Source, text: str) -> bool:
+    return source.is_json or (source.path is None and text.lstrip().startswith(("{", "[")))
 
 
 def process(source: Source, text: str, registry: TemplateRegistry, options: RunOptions) -> FileResult:
-    looks_json = source.is_json or (source.path is None and text.lstrip().startswith(("{", "[")))
-    processor: Processor = process_json if looks_json else process_yaml
-    return processor(source, text, registry, options)
+    """One whole file, templates placed."""
+    if looks_json(source, text):
+        return process_json(source, text, registry, options)
+    return place_templates(process_yaml(source, text, options), registry, options)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from typing import Any
 
-from dra_migrate.engine import spec_matches
+from dra_migrate.engine import Finding, Severity, spec_matches
 
 TemplateKey = tuple[str | None, str]
 
@@ -26,6 +26,17 @@ class Claim(enum.Enum):
     CONFLICT = "conflict"  # there under the same name with another spec: never overwritten
 
 
+def template_conflict(template: dict[str, Any]) -> Finding:
+    """The error for a generated template whose name is taken by another spec in the same unit."""
+    return Finding(
+        Severity.ERROR,
+        "template-conflict",
+        "",
+        f"ResourceClaimTemplate {describe_key(template_key(template))} already exists in the output with another "
+        "spec (edited by hand?); it is left as is, so the converted workload would get other devices than it asked for",
+    )
+
+
 def same_template(existing: dict[str, Any], generated: dict[str, Any]) -> bool:
     """Same devices asked for; templates of different API versions are not compared (same name, same hash)."""
     if existing.get("apiVersion") != generated.get("apiVersion"):
@@ -39,6 +50,12 @@ class TemplateRegistry:
     def __init__(self) -> None:
         self._known: dict[TemplateKey, dict[str, Any]] = {}
         self.device_classes: list[dict[str, Any]] = []
+
+    def copy(self) -> TemplateRegistry:
+        other = TemplateRegistry()
+        other._known = dict(self._known)
+        other.device_classes = list(self.device_classes)
+        return other
 
     def note_device_class(self, device_class: dict[str, Any]) -> None:
         spec = device_class.get("spec")

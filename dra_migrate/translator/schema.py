@@ -1,20 +1,27 @@
-"""Schema checks of generated objects against a Kubernetes release's OpenAPI (kubernetes-validate).
+"""Schema checks of generated objects against a Kubernetes release's OpenAPI (kubernetes-validate's schemas).
 
 Kinds without a schema in that release (CRDs such as PyTorchJob) are reported as unchecked rather
 than failing, since only their CRD knows their shape. Loading schemas is file I/O inside the
 library, so callers keep this at their edges.
+
+Each schema file is read and compiled once per process: a compiled predicate (schemafast) answers
+valid or invalid, and jsonschema, with the same schemas and registry kubernetes_validate.validate
+builds, words the error of an invalid object. So strictness and messages are kubernetes-validate's.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 from typing import Any
 
-import kubernetes_validate
+import jsonschema
 from kubernetes_validate import utils as kv_utils
+from referencing import Registry, Resource
 
 from dra_migrate.engine import Target
+from dra_migrate.translator.schemafast import Check, Compiler, UnsupportedError
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +32,12 @@ class SchemaResult:
     @property
     def ok(self) -> bool:
         return not self.errors
+
+
+@dataclass(frozen=True, slots=True)
+class KindSchema:
+    full: jsonschema.Draft202012Validator
+    fast: Check | None  # None when the schema uses more than schemafast compiles
 
 
 def _release(version: str) -> tuple[int, ...]:
@@ -51,11 +64,53 @@ def schema_notice(target: Target) -> str | None:
 
 
 def validate_object(obj: dict[str, Any], target: Target, strict: bool = True) -> SchemaResult:
-    try:
-        kubernetes_validate.validate(obj, schema_version(target), strict=strict)
-    except kv_utils.SchemaNotFoundError:
+    schema = kind_schema(schema_dir(schema_version(target), strict), str(obj["kind"]), str(obj["apiVersion"]))
+    if schema is None:
         return SchemaResult(checked=False)
-    except kv_utils.ValidationError as exc:
-        path = ".".join(str(p) for p in exc.path) or "(top level)"
-        return SchemaResult(checked=True, errors=(f"{path}: {exc.message}",))
-    return SchemaResult(checked=True)
+    if schema.fast is not None and schema.fast(obj):
+        return SchemaResult(checked=True)
+    error = next(schema.full.iter_errors(obj), None)  # the one Validator.validate raises
+    if error is None:
+        return SchemaResult(checked=True)
+    path = ".".join(str(p) for p in error.path) or "(top level)"
+    return SchemaResult(checked=True, errors=(f"{path}: {error.message}",))
+
+
+@functools.cache
+def schema_dir(desired_version: str, strict: bool) -> str:
+    """kubernetes_validate.validate's choice: the newest schema release not newer than the target."""
+    if kv_utils.major_minor(desired_version) > kv_utils.latest_version():
+        raise kv_utils.VersionNotSupportedError(version=kv_utils.major_minor(desired_version))
+    version = [
+        v for v in kv_utils.all_versions() if kv_utils.major_minor(v) <= kv_utils.major_minor(desired_version)
+    ][-1]
+    return f"v{version}-local" + ("-strict" if strict else "")
+
+
+@functools.cache
+def _definitions(schema_dir: str) -> tuple[Registry[Any], Compiler]:
+    """The release's `_definitions.json`: one registry (kind schemas are added to it, sharing it) and
+    one compiler (each definition compiled once)."""
+    contents = kv_utils.schema_contents(f"kubernetes-json-schema/{schema_dir}/_definitions.json", schema_dir)
+    registry: Registry[Any] = (Resource.from_contents(contents) @ Registry()).crawl()
+    return registry, Compiler(contents)
+
+
+@functools.cache
+def kind_schema(schema_dir: str, kind: str, api_version: str) -> KindSchema | None:
+    """The compiled schema of one kind (None when the release has no schema for it)."""
+    # rbac.authorization.k8s.io/v1 -> rbac-v1, as kubernetes-validate names its files
+    file_version = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
+    try:
+        contents = kv_utils.schema_contents(
+            f"kubernetes-json-schema/{schema_dir}/{kind.lower()}-{file_version}.json", schema_dir
+        )
+    except FileNotFoundError:
+        return None
+    definitions, compiler = _definitions(schema_dir)
+    full = jsonschema.Draft202012Validator(contents, registry=Resource.from_contents(contents) @ definitions)
+    try:
+        fast: Check | None = compiler.compile(contents)
+    except UnsupportedError:
+        fast = None
+    return KindSchema(full, fast)

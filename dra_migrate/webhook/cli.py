@@ -8,11 +8,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import logging
 import os
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -108,6 +105,10 @@ def serve_command(args: argparse.Namespace) -> int:
 
 def run_server(args: argparse.Namespace) -> int:
     """`serve` in the patched interpreter (webhook/launch.py)."""
+    import logging
+    import shutil
+    import tempfile
+
     _raise_open_files_limit()
     prepared = _prepare(args)
     if isinstance(prepared, int):

@@ -8,7 +8,7 @@
 round trip, then to a plain dump, for shapes it declines; every result is re-parsed and checked.
 """
 
-from dra_migrate.translator.yamltext.edit import EditResult, Method, apply_changes, edit_document
+from dra_migrate.translator.yamltext.edit import EditResult, Method, edit_document
 from dra_migrate.translator.yamltext.jsonstyle import dump_json_like
 from dra_migrate.translator.yamltext.split import Document, Stream, split_stream
 
@@ -17,7 +17,6 @@ __all__ = [
     "EditResult",
     "Method",
     "Stream",
-    "apply_changes",
     "dump_json_like",
     "edit_document",
     "split_stream",

@@ -1,7 +1,6 @@
 """Rewrite one YAML document so it parses to a new value, changing only the text that must change.
 
     result = edit_document(doc.text, doc.obj, converted)   # EditResult(text, method, reason)
-    text = apply_changes(doc.text, doc.obj, converted)     # just the text
 
 Every result is re-parsed and compared with `new`; a surgical result that fails that check
 goes to the ruamel round trip, and one that fails too becomes a plain dump of `new`.
@@ -19,7 +18,6 @@ from dra_migrate.translator.yamltext import kubeyaml
 from dra_migrate.translator.yamltext.comments import lost_comments
 from dra_migrate.translator.yamltext.diff import AddKeys, AppendItems, Op, Replace, diff, get_path, same
 from dra_migrate.translator.yamltext.layout import detect_layout
-from dra_migrate.translator.yamltext.roundtrip import frame, roundtrip_edit
 from dra_migrate.translator.yamltext.shapes import DeclineError, Layout
 from dra_migrate.translator.yamltext.surgical import SurgicalEditor
 
@@ -33,10 +31,6 @@ class EditResult:
     reason: str = ""  # why the surgical path was not used; empty when it was
     # (line, text) of comments a fallback could not keep; the surgical path keeps every one it can
     lost_comments: tuple[tuple[int, str], ...] = ()
-
-
-def apply_changes(doc_text: str, old: Any, new: Any) -> str:
-    return edit_document(doc_text, old, new).text
 
 
 def edit_document(doc_text: str, old: Any, new: Any) -> EditResult:
@@ -66,6 +60,8 @@ def _compose(text: str) -> Node:
 
 
 def _fallback(doc_text: str, ops: list[Op], new: Any, layout: Layout, reason: str) -> EditResult:
+    from dra_migrate.translator.yamltext.roundtrip import roundtrip_edit  # ruamel.yaml: only when needed
+
     try:
         text = roundtrip_edit(doc_text, ops, layout)
         if parses_to(text, new):
@@ -79,6 +75,8 @@ def _fallback(doc_text: str, ops: list[Op], new: Any, layout: Layout, reason: st
 
 def rewrite(doc_text: str, new: Any) -> str:
     """A plain dump of `new` that keeps the document's framing (`---`, `...`) so streams still join."""
+    from dra_migrate.translator.yamltext.roundtrip import frame
+
     head, body, foot = frame(doc_text)
     text = kubeyaml.dump(new)
     if not body.endswith("\n") and not foot:

@@ -1,0 +1,262 @@
+"""Files through the pipeline, in input order, on one core or several.
+
+With several jobs, worker processes read and convert batches of YAML files while this process
+converts its own share. This process places each file's ResourceClaimTemplates in input order
+(pipeline.place_templates), so the output is exactly that of a one-core run. Stdin, JSON files and
+pipes are converted here: they are few, and JSON places its templates as it converts.
+At most a few batches per worker are in flight, so memory does not grow with the tree.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from dra_migrate.translator.inputs import InputTooLargeError, read_file
+from dra_migrate.translator.pipeline import FileResult, RunOptions, process_yaml
+from dra_migrate.translator.sources import Source
+from dra_migrate.translator.yamltext.split import scan_document_starts
+
+if TYPE_CHECKING:
+    from multiprocessing.pool import AsyncResult, Pool
+
+BATCH_FILES = 8  # files per task: enough to hide the cost of a round trip
+IN_FLIGHT = 4  # batches per worker not yet collected
+MIN_FILES = 16  # below this, starting workers costs more than it saves
+LARGE_FILE = 4 << 20  # a file this big is split into chunks of documents among the workers
+CHUNK_BYTES = 1 << 20
+
+
+def default_jobs() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+@dataclass(frozen=True, slots=True)
+class Work:
+    """What converting a YAML file needs, sent once to each worker when it starts."""
+
+    options: RunOptions
+    max_bytes: int
+
+
+class Steps(Protocol):
+    """The run's side: which files need it, and what happens to a file before and after converting."""
+
+    work: Work
+
+    def admit(self, source: Source) -> FileResult | None:
+        """Called in input order: a result for a file that is not converted (a second link to it)."""
+
+    def local(self, source: Source) -> bool:
+        """Whether the file is converted in this process (stdin, JSON, a pipe read once)."""
+
+    def whole(self, source: Source) -> FileResult:
+        """Read, convert and place one file here."""
+
+    def place(self, result: FileResult) -> FileResult:
+        """Place the templates of a YAML file converted by `convert_unplaced`, in input order."""
+
+
+def read_error(exc: Exception) -> str:
+    return f"cannot read: {getattr(exc, 'strerror', None) or exc}"
+
+
+def convert_unplaced(source: Source, work: Work, text: str | None = None, first_line: int = 0) -> FileResult:
+    """One YAML file (or a chunk of one), never raising: what fails is an error in its result."""
+    if text is None:
+        assert source.path is not None, "stdin is converted by the run itself"
+        try:
+            text = read_file(source.path, work.max_bytes)
+        except (OSError, UnicodeDecodeError, InputTooLargeError) as exc:
+            result = FileResult(source, "", "")
+            result.error = read_error(exc)
+            return result
+    try:
+        return process_yaml(source, text, work.options, first_line)
+    except Exception as exc:  # one bad file must not stop a bulk run or leak a traceback
+        result = FileResult(source, text, text)
+        result.error = f"internal error, file left unchanged: {type(exc).__name__}: {exc}"
+        return result
+
+
+def run_files(sources: Iterable[Source], steps: Steps, jobs: int) -> Iterator[FileResult]:
+    """FileResults in the order of `sources`, with templates placed as a one-core run places them."""
+    sources = iter(sources)
+    head = list(itertools.islice(sources, MIN_FILES))
+    if jobs <= 1 or (len(head) < MIN_FILES and not any(_large(s) for s in head)):
+        for source in itertools.chain(head, sources):
+            yield steps.admit(source) or steps.whole(source)
+        return
+    yield from _parallel(itertools.chain(head, sources), steps, jobs)
+
+
+# Set in each worker when it starts, read by _convert_batch and _convert_chunk.
+_worker_state: Work | None = None
+
+
+def _init_worker(work: Work) -> None:
+    global _worker_state
+    _worker_state = work
+
+
+def _convert_batch(batch: list[Source]) -> list[FileResult]:
+    assert _worker_state is not None
+    return [convert_unplaced(source, _worker_state) for source in batch]
+
+
+def _convert_chunk(source: Source, chunk: str, first_line: int) -> FileResult:
+    assert _worker_state is not None
+    return convert_unplaced(source, _worker_state, chunk, first_line)
+
+
+@dataclass(slots=True)
+class _Item:
+    """One entry of the ordered queue: a ready result, a file for here, or a batch (maybe in a worker)."""
+
+    ready: FileResult | None = None
+    here: Source | None = None
+    large: Source | None = None
+    batch: list[Source] | None = None
+    future: AsyncResult[list[FileResult]] | None = None
+
+
+def _items(sources: Iterator[Source], steps: Steps) -> Iterator[_Item]:
+    """In input order; a file that is not batched closes the batch before it."""
+    batch: list[Source] = []
+    for source in sources:
+        ready = steps.admit(source)
+        single = None
+        if ready is not None:
+            single = _Item(ready=ready)
+        elif steps.local(source):
+            single = _Item(here=source)
+        elif _large(source):
+            single = _Item(large=source)
+        if single is None:
+            batch.append(source)
+            if len(batch) < BATCH_FILES:
+                continue
+        if batch:
+            yield _Item(batch=batch)
+            batch = []
+        if single is not None:
+            yield single
+    if batch:
+        yield _Item(batch=batch)
+
+
+def _parallel(sources: Iterator[Source], steps: Steps, jobs: int) -> Iterator[FileResult]:
+    """This process is one of the `jobs`: it converts every jobs-th batch itself, workers the rest."""
+    import multiprocessing  # only trees of many files load it
+
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    context = multiprocessing.get_context(method)
+    pool: Pool = context.Pool(jobs - 1, initializer=_init_worker, initargs=(steps.work,))
+    pending: deque[_Item] = deque()
+    items = _items(sources, steps)
+    batches = 0
+    try:
+        while True:
+            while len(pending) < jobs * IN_FLIGHT:
+                item = next(items, None)
+                if item is None:
+                    break
+                if item.batch is not None:
+                    if batches % jobs:
+                        item.future = pool.apply_async(_convert_batch, (item.batch,))
+                    batches += 1
+                pending.append(item)
+            if not pending:
+                break
+            yield from _results(pending.popleft(), steps, pool, jobs)
+    finally:
+        pool.terminate()
+        pool.join()
+
+
+def _results(item: _Item, steps: Steps, pool: Pool, jobs: int) -> Iterator[FileResult]:
+    if item.ready is not None:
+        yield item.ready
+    elif item.here is not None:
+        yield steps.whole(item.here)
+    elif item.large is not None:
+        yield _convert_large(item.large, pool, jobs, steps)
+    elif item.future is not None:
+        for result in item.future.get():
+            yield steps.place(result)
+    else:
+        for source in item.batch or ():
+            yield steps.place(convert_unplaced(source, steps.work))
+
+
+def _large(source: Source) -> bool:
+    """A YAML file big enough to split among the workers (one file of thousands of documents)."""
+    try:
+        return source.path is not None and not source.is_json and source.path.stat().st_size >= LARGE_FILE
+    except OSError:
+        return False
+
+
+def _convert_large(source: Source, pool: Pool, jobs: int, steps: Steps) -> FileResult:
+    """Chunks of whole documents converted in parallel, then joined as one file's result.
+
+    A document converts the same alone as in its stream (yamltext.split), so the joined result is
+    the one-piece result; when a chunk meets an error or holds no objects, the whole file is
+    converted again in one piece, so that it is reported exactly as before.
+    """
+    assert source.path is not None
+    try:
+        text = read_file(source.path, steps.work.max_bytes)
+    except (OSError, UnicodeDecodeError, InputTooLargeError):
+        return steps.whole(source)  # which reports the error
+    starts = scan_document_starts(text)
+    if not starts or starts[0] != 0:
+        return steps.whole(source)
+    chunks: list[tuple[str, int]] = []  # (text, its first line in the file)
+    begin = line = 0
+    for start in [*starts[1:], len(text)]:
+        if start - begin >= CHUNK_BYTES or start == len(text):
+            chunk = text[begin:start]
+            chunks.append((chunk, line))
+            line += chunk.count("\n")
+            begin = start
+    futures = [
+        None if i % jobs == 0 else pool.apply_async(_convert_chunk, (source, chunk, line))
+        for i, (chunk, line) in enumerate(chunks)
+    ]
+    parts = [
+        convert_unplaced(source, steps.work, chunk, line) if future is None else future.get()
+        for (chunk, line), future in zip(chunks, futures, strict=True)
+    ]
+    if any(p.error is not None or p.skipped is not None or _tail(p) for p in parts[:-1]) or (
+        parts[-1].error is not None or parts[-1].skipped is not None
+    ):
+        return steps.whole(source)
+    return steps.place(_join(source, text, parts))
+
+
+def _join(source: Source, text: str, parts: list[FileResult]) -> FileResult:
+    joined = FileResult(source, text, "")
+    for part in parts:
+        for report in part.documents:
+            report.index += len(joined.documents)
+        joined.documents.extend(part.documents)
+        joined.parts.extend(part.parts)
+        joined.wanted.extend(part.wanted)
+        joined.existing.extend(part.existing)
+        joined.extended.update(part.extended)
+        joined.file_findings.extend(part.file_findings)
+    joined.text = "".join(joined.parts) + _tail(parts[-1])
+    return joined
+
+
+def _tail(part: FileResult) -> str:
+    """Text after the last document of a converted piece (only the last chunk may have it)."""
+    return part.text[sum(len(p) for p in part.parts) :]
