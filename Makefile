@@ -31,7 +31,8 @@ lint: $(STAMP)
 test: lint
 	$(BIN)/pytest -q
 
-## Control-plane binaries of every supported release (DRA_MIGRATE_E2E_RELEASES=1.37 for fewer).
+## Control-plane binaries of every supported release (DRA_MIGRATE_E2E_RELEASES=1.37 for fewer), and the
+## standalone kustomize the KRM function test runs (kubectl kustomize has no --enable-exec).
 e2e-bins:
 	bash tests/e2e/build-control-plane.sh
 	bash tests/translator/build-kustomize.sh

@@ -6,7 +6,7 @@ manifests, CRDs, v1beta1 DRA objects), each timed as a real `dra-migrate` proces
 
 * `cat` of every file (I/O floor) and a PyYAML-C load + dump of every file (the YAML floor, one
   process, in this process);
-* `convert -o` and `diff` on every core (target <= 0.5x the YAML floor), `convert --jobs 1`;
+* `convert --output-dir` and `diff` on every core (target <= 0.5x the YAML floor), `convert --jobs 1`;
 * `convert --validate` (target <= 2x convert);
 * kubeconform on the same tree with the same strict 1.34 schemas, and pluto `detect-files`, built
   from the Go module proxy into ~/.cache/dra-migrate/bench-tools (skipped, with the reason, when
@@ -122,7 +122,7 @@ def startup(starts: int, one_file: Path) -> tuple[float, float, float]:
     for _ in range(starts):  # interleaved, so load on the machine hits all three alike
         for name, command in commands.items():
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            subprocess.run(command, stdout=subprocess.DEVNULL, check=True)
+            subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             runs[name].append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     median = {name: statistics.median(times) for name, times in runs.items()}

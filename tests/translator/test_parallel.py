@@ -8,13 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from dra_migrate.engine import default_config
 from dra_migrate.translator import runner
-from dra_migrate.translator.pipeline import FileResult, RunOptions, place_templates, process
-from dra_migrate.translator.registry import TemplateRegistry
-from dra_migrate.translator.sources import Source
 
 CORPUS_DIRS = ("legacy", "dra-versions", "negative", "templated")
 
@@ -88,46 +82,23 @@ def test_two_jobs_write_the_same_tree_report_and_diff_as_one(corpus: Path, tmp_p
     assert outputs["1"][6].count("kind: ResourceClaimTemplate") == single_summary["templatesGenerated"] > 0
 
 
-class OneUnit:
-    """The runner's steps for a run whose files all share one template registry (stdout's placement)."""
-
-    def __init__(self, options: RunOptions) -> None:
-        self.work = runner.Work(options, 1 << 30)
-        self.registry = TemplateRegistry()
-
-    def admit(self, source: Source) -> FileResult | None:
-        return None
-
-    def local(self, source: Source) -> bool:
-        return source.path is None
-
-    def whole(self, source: Source) -> FileResult:
-        assert source.path is not None
-        return process(source, source.path.read_text(encoding="utf-8"), self.registry, self.work.options)
-
-    def place(self, result: FileResult) -> FileResult:
-        return place_templates(result, self.registry, self.work.options)
-
-
-def test_a_large_file_split_among_the_jobs_converts_as_one_piece(
-    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """One stream of many documents (some sharing templates, one a template file's twin) in chunks."""
+def test_a_large_file_split_among_the_jobs_converts_as_one_piece(corpus: Path, tmp_path: Path) -> None:
+    """One stream of many documents (some sharing templates, one a template file's twin), over the
+    size at which the runner splits a file into chunks for the workers."""
     files = sorted(p for d in ("legacy", "dra-versions", "negative") for p in (corpus / d).rglob("*.y*ml"))
     rng = random.Random(9)
+    texts: list[str] = []
+    while sum(map(len, texts)) < runner.LARGE_FILE + runner.CHUNK_BYTES:
+        texts.append(rng.choice(files).read_text(encoding="utf-8"))
     big = tmp_path / "big.yaml"
-    big.write_text("\n---\n".join(p.read_text(encoding="utf-8") for p in rng.choices(files, k=120)), encoding="utf-8")
-    monkeypatch.setattr(runner, "LARGE_FILE", 1000)
-    monkeypatch.setattr(runner, "CHUNK_BYTES", 5000)
-    config = default_config("1.34")
-    results = []
-    for jobs in (1, 2):
-        sources = [Source(big, Path("big.yaml"))]
-        [result] = list(runner.run_files(sources, OneUnit(RunOptions(config=config)), jobs))
-        results.append(result)
-    one, two = results
-    assert two.text == one.text and two.error is None and one.changed
-    assert [(d.index, d.status, d.kind, d.findings) for d in two.documents] == [
-        (d.index, d.status, d.kind, d.findings) for d in one.documents
-    ]
-    assert two.text.count("kind: ResourceClaimTemplate") > 0
+    big.write_text("\n---\n".join(texts), encoding="utf-8")
+    outputs = {}
+    for jobs in ("1", "2"):
+        report = tmp_path / f"report{jobs}.json"
+        done = _run("convert", "--jobs", jobs, "--report", "json", "--report-file", str(report), str(big))
+        assert done.returncode in (0, 2), done.stderr
+        outputs[jobs] = (done.returncode, done.stdout, json.loads(report.read_text()))
+    assert outputs["1"] == outputs["2"]
+    text, summary = outputs["1"][1], outputs["1"][2]["summary"]
+    assert summary["filesChanged"] == 1 and summary["templatesGenerated"] > 0
+    assert text.count("kind: ResourceClaimTemplate") >= summary["templatesGenerated"]

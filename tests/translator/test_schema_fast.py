@@ -49,7 +49,10 @@ _replacements = st.sampled_from([None, 1, 1.0, 1.5, True, "x", "", [], {}, ["a"]
 
 def _mutate(value: Any, steps: list[tuple[int, Any, int]]) -> Any:
     value = copy.deepcopy(value)
-    for pick, replacement, action in steps:
+    for pick, drawn, action in steps:
+        # a fresh copy: the drawn value is shared between draws, and inserting one instance twice
+        # could nest it inside itself (the walk below would never end)
+        replacement = copy.deepcopy(drawn)
         containers: list[Any] = []
         stack = [value]
         while stack:
