@@ -27,6 +27,13 @@ class Settings:
     target_given: bool = False
 
 
+def invalid_yaml(exc: yaml.YAMLError) -> str:
+    """A YAML parse error as one line, with the line it was found on."""
+    mark = getattr(exc, "problem_mark", None)
+    where = f"line {mark.line + 1}" if mark else "unknown line"
+    return f"invalid YAML at {where}: {getattr(exc, 'problem', exc)}"
+
+
 def parse_settings(data: Any, target: str | None = None) -> Settings:
     """Validate a parsed configuration document; raises ConfigError naming the field."""
     config = parse_config(data, target, sections=_SECTIONS)
@@ -45,9 +52,7 @@ def load_settings(path: str | None, target: str | None = None) -> Settings:
     try:
         data = yaml.load(text, Loader=yaml.CSafeLoader)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else "unknown line"
-        raise ConfigError(f"{path}: invalid YAML at {where}: {getattr(exc, 'problem', exc)}") from exc
+        raise ConfigError(f"{path}: {invalid_yaml(exc)}") from exc
     try:
         return parse_settings(data, target)
     except ConfigError as exc:

@@ -20,7 +20,7 @@ from typing import Any, TextIO
 
 import yaml
 
-from dra_migrate.configfile import parse_settings
+from dra_migrate.configfile import invalid_yaml, parse_settings
 from dra_migrate.engine import (
     Config,
     ConfigError,
@@ -63,9 +63,7 @@ def _read(text: str) -> dict[str, Any]:
     try:
         data = yaml.load(text, Loader=yaml.CSafeLoader)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else "unknown line"
-        raise KrmInputError(f"stdin: invalid YAML at {where}: {getattr(exc, 'problem', exc)}") from exc
+        raise KrmInputError(f"stdin: {invalid_yaml(exc)}") from exc
     if not isinstance(data, dict):
         raise KrmInputError("stdin: expected a ResourceList (config.kubernetes.io/v1) or a v1 List")
     kind, api_version = data.get("kind"), data.get("apiVersion")

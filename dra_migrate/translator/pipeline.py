@@ -268,8 +268,9 @@ def _convert_stream(
         elif converted.changed:
             edited = edit_document(document.text, document.obj, converted.obj)
             out.append(edited.text)
-            line = first_line + result.original.count("\n", 0, document.start)
-            report.findings.extend(_lost_comment_findings(edited, line))
+            if edited.lost_comments:  # counting lines is O(file size): only for a finding that needs it
+                line = first_line + result.original.count("\n", 0, document.start)
+                report.findings.extend(_lost_comment_findings(edited, line))
         else:
             out.append(document.text)
         result.wanted[-1] = converted.new_templates
