@@ -58,9 +58,13 @@ class KustomizationIndex:
     """Kustomization files found next to and above input files, read once each."""
 
     def __init__(self) -> None:
-        self._by_directory: dict[Path, Kustomization | None] = {}
+        self._by_directory: dict[Path, Kustomization | None] = {}  # keys are resolved paths
+        self._nearest: dict[tuple[Path, Path], Kustomization | None] = {}  # (resolved directory, stop)
+        self._resolved: dict[Path, Path] = {}
 
     def at(self, directory: Path) -> Kustomization | None:
+        if directory in self._by_directory:  # resolved already (a key resolves to itself)
+            return self._by_directory[directory]
         directory = directory.resolve()
         if directory not in self._by_directory:
             self._by_directory[directory] = self._read(directory)
@@ -88,16 +92,30 @@ class KustomizationIndex:
 
     def owner(self, file: Path, stop: Path) -> Kustomization | None:
         """The nearest kustomization between the file's directory and `stop` that lists the file."""
-        target = file.resolve()
-        directory = target.parent
-        stop = stop.resolve()
-        while True:
+        target = self._resolve_file(file)
+        kustomization = self._nearest_from(target.parent, self._resolve_directory(stop))
+        return kustomization if kustomization is not None and target in kustomization.files else None
+
+    def _resolve_directory(self, directory: Path) -> Path:
+        if directory not in self._resolved:
+            self._resolved[directory] = directory.resolve()
+        return self._resolved[directory]
+
+    def _resolve_file(self, file: Path) -> Path:
+        """`file.resolve()`, with one lstat for a file that is not a link (its directory resolved once)."""
+        if file.is_symlink():
+            return file.resolve()
+        return self._resolve_directory(file.parent) / file.name
+
+    def _nearest_from(self, directory: Path, stop: Path) -> Kustomization | None:
+        """The first kustomization from `directory` up to `stop` (both resolved); once per directory of a tree."""
+        key = (directory, stop)
+        if key not in self._nearest:
             kustomization = self.at(directory)
-            if kustomization is not None:
-                return kustomization if target in kustomization.files else None
-            if directory == stop or directory.parent == directory:
-                return None
-            directory = directory.parent
+            if kustomization is None and directory != stop and directory.parent != directory:
+                kustomization = self._nearest_from(directory.parent, stop)
+            self._nearest[key] = kustomization
+        return self._nearest[key]
 
     def reachable(self, start: Kustomization) -> list[Kustomization]:
         """Kustomizations `start` pulls in through directory entries, transitively (not itself)."""

@@ -12,6 +12,7 @@ one-by-one run gives them (translator.runner).
 from __future__ import annotations
 
 import json
+import marshal
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -207,7 +208,26 @@ def _competing_classes(device_class: dict[str, Any], options: RunOptions) -> lis
 
 def dump_documents(objs: Iterable[Any]) -> str:
     """New documents (templates, DeviceClasses) as a YAML stream, each after `---`, read by kubectl as written."""
-    return "".join(f"---\n{kubeyaml.dump(obj)}" for obj in objs)
+    return "".join(f"---\n{_dumped(obj)}" for obj in objs)
+
+
+# Equal templates are placed in many files of a tree (one per file that needs them); each is dumped
+# once. The key is the object's exact marshal form (types, values and key order: all a dump reads).
+_DUMPS: dict[bytes, str] = {}
+_MAX_DUMPS = 1024
+
+
+def _dumped(obj: Any) -> str:
+    try:
+        key = marshal.dumps(obj)
+    except ValueError:  # a value marshal does not know (only parsed input has such): not kept
+        return kubeyaml.dump(obj)
+    text = _DUMPS.get(key)
+    if text is None:
+        text = kubeyaml.dump(obj)
+        if len(_DUMPS) < _MAX_DUMPS:
+            _DUMPS[key] = text
+    return text
 
 
 def _template_documents(templates: list[dict[str, Any]], text: str, nl: str) -> str:

@@ -1,8 +1,10 @@
 """Files through the pipeline, in input order, on one core or several.
 
-With several jobs, worker processes read and convert batches of YAML files while this process
-converts its own share. This process places each file's ResourceClaimTemplates in input order
-(pipeline.place_templates), so the output is exactly that of a one-core run. Stdin, JSON files and
+With several jobs, `jobs` worker processes read and convert batches of YAML files. This process
+places each file's ResourceClaimTemplates in input order (pipeline.place_templates), so the output
+is exactly that of a one-core run, and writes the results. It converts no batch itself: placing,
+writing, diffing and reporting every file already costs it about as much as a worker's share of
+converting, so a share of its own would make it the slowest process of the run. Stdin, JSON files and
 pipes are converted here: they are few, and JSON places its templates as it converts.
 At most a few batches per worker are in flight, so memory does not grow with the tree.
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import signal
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -104,6 +107,11 @@ _worker_state: Work | None = None
 def _init_worker(work: Work) -> None:
     global _worker_state
     _worker_state = work
+    # A forked worker inherits the run's SIGTERM handler (it removes temporary files, which a
+    # worker never has) and Ctrl-C reaches the whole process group: the run itself stops the
+    # workers, and SIGTERM must end one wherever it is, even waiting on a queue lock.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _convert_batch(batch: list[Source]) -> list[FileResult]:
@@ -153,15 +161,15 @@ def _items(sources: Iterator[Source], steps: Steps) -> Iterator[_Item]:
 
 
 def _parallel(sources: Iterator[Source], steps: Steps, jobs: int) -> Iterator[FileResult]:
-    """This process is one of the `jobs`: it converts every jobs-th batch itself, workers the rest."""
+    """Batches converted by `jobs` workers, results taken in input order."""
     import multiprocessing  # only trees of many files load it
 
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     context = multiprocessing.get_context(method)
-    pool: Pool = context.Pool(jobs - 1, initializer=_init_worker, initargs=(steps.work,))
+    pool: Pool = context.Pool(jobs, initializer=_init_worker, initargs=(steps.work,))
     pending: deque[_Item] = deque()
     items = _items(sources, steps)
-    batches = 0
+    finished = False
     try:
         while True:
             while len(pending) < jobs * IN_FLIGHT:
@@ -169,31 +177,31 @@ def _parallel(sources: Iterator[Source], steps: Steps, jobs: int) -> Iterator[Fi
                 if item is None:
                     break
                 if item.batch is not None:
-                    if batches % jobs:
-                        item.future = pool.apply_async(_convert_batch, (item.batch,))
-                    batches += 1
+                    item.future = pool.apply_async(_convert_batch, (item.batch,))
                 pending.append(item)
             if not pending:
                 break
-            yield from _results(pending.popleft(), steps, pool, jobs)
+            yield from _results(pending.popleft(), steps, pool)
+        finished = True
     finally:
-        pool.terminate()
+        if finished:  # idle workers leave when told to, no signal needed
+            pool.close()
+        else:  # an error, an interrupt or a reader that stopped early
+            pool.terminate()
         pool.join()
 
 
-def _results(item: _Item, steps: Steps, pool: Pool, jobs: int) -> Iterator[FileResult]:
+def _results(item: _Item, steps: Steps, pool: Pool) -> Iterator[FileResult]:
     if item.ready is not None:
         yield item.ready
     elif item.here is not None:
         yield steps.whole(item.here)
     elif item.large is not None:
-        yield _convert_large(item.large, pool, jobs, steps)
-    elif item.future is not None:
+        yield _convert_large(item.large, pool, steps)
+    else:
+        assert item.future is not None, "every batch goes to a worker"
         for result in item.future.get():
             yield steps.place(result)
-    else:
-        for source in item.batch or ():
-            yield steps.place(convert_unplaced(source, steps.work))
 
 
 def _large(source: Source) -> bool:
@@ -204,7 +212,7 @@ def _large(source: Source) -> bool:
         return False
 
 
-def _convert_large(source: Source, pool: Pool, jobs: int, steps: Steps) -> FileResult:
+def _convert_large(source: Source, pool: Pool, steps: Steps) -> FileResult:
     """Chunks of whole documents converted in parallel, then joined as one file's result.
 
     A document converts the same alone as in its stream (yamltext.split), so the joined result is
@@ -227,14 +235,8 @@ def _convert_large(source: Source, pool: Pool, jobs: int, steps: Steps) -> FileR
             chunks.append((chunk, line))
             line += chunk.count("\n")
             begin = start
-    futures = [
-        None if i % jobs == 0 else pool.apply_async(_convert_chunk, (source, chunk, line))
-        for i, (chunk, line) in enumerate(chunks)
-    ]
-    parts = [
-        convert_unplaced(source, steps.work, chunk, line) if future is None else future.get()
-        for (chunk, line), future in zip(chunks, futures, strict=True)
-    ]
+    futures = [pool.apply_async(_convert_chunk, (source, chunk, line)) for chunk, line in chunks]
+    parts = [future.get() for future in futures]
     if any(p.error is not None or p.skipped is not None or _tail(p) for p in parts[:-1]) or (
         parts[-1].error is not None or parts[-1].skipped is not None
     ):
