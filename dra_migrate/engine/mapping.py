@@ -8,6 +8,7 @@ must stay as they are, with the reason reported to the user.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -69,16 +70,27 @@ class DeviceRequestSpec:
 
     def identity(self) -> str:
         """Canonical text of everything that makes two requests interchangeable."""
-        return json.dumps(
-            {
-                "class": self.device_class_name,
-                "selectors": list(self.selectors),
-                "config": [c.as_dict() for c in self.config],
-                "request": self.request_name,
-            },
-            sort_keys=True,
-            separators=(",", ":"),
-        )
+        try:
+            return _cached_identity(self)
+        except TypeError:  # opaque config parameters (dicts) make a spec unhashable
+            return _identity(self)
+
+
+def _identity(spec: DeviceRequestSpec) -> str:
+    return json.dumps(
+        {
+            "class": spec.device_class_name,
+            "selectors": list(spec.selectors),
+            "config": [c.as_dict() for c in spec.config],
+            "request": spec.request_name,
+        },
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+
+
+# Specs come from the mapping's bounded cache, and the webhook asks for the same few per review.
+_cached_identity = functools.lru_cache(maxsize=1024)(_identity)
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from decimal import Decimal, InvalidOperation
@@ -80,6 +81,18 @@ def parse_quantity(value: object) -> Decimal:
 
 def device_count(value: object) -> int:
     """A whole, non-negative device count; extended resources cannot be fractional."""
+    # The few counts every pod repeats are parsed once (bounded keys: short strings, int64 values).
+    if (isinstance(value, str) and len(value) <= 32) or (isinstance(value, int) and abs(value) < 1 << 63):
+        return _cached_device_count(value)
+    return _device_count(value)
+
+
+@functools.lru_cache(maxsize=256, typed=True)  # typed: 1, True and "1" are different input
+def _cached_device_count(value: str | int) -> int:
+    return _device_count(value)
+
+
+def _device_count(value: object) -> int:
     quantity = parse_quantity(value)
     if not quantity.is_finite() or abs(quantity) > _INT64_MAX:  # also before int(): 1E900000 has 900,001 digits
         raise QuantityError(f"{value!r} is out of range")

@@ -85,7 +85,7 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
         "--jobs",
         type=_jobs,
         metavar="N",
-        help="convert files in N processes (default: the CPUs this process may use); output is the same",
+        help="convert files in N worker processes (default: the CPUs this process may use); output is the same",
     )
     parser.add_argument(
         "--validate",

@@ -118,14 +118,7 @@ class Release:
 
     def gate_on(self, name: str) -> bool:
         """On by default. A gate no longer listed after being on by default (removed after GA) stays on."""
-        gate = self.gate(name)
-        if gate is not None:
-            return gate.default
-        for minor in reversed(KNOWN_MINORS):
-            older = table.GATES[f"1.{minor}"].get(name)
-            if minor < _minor(self.source) and older is not None:
-                return older[1]
-        return False
+        return _gate_on(self.source, name)
 
     # --- served API versions ---------------------------------------------------------------------------
 
@@ -213,3 +206,15 @@ def first_with_field(version: str, struct: str, field: str, after: int) -> int |
         if fields is not None and field in fields:
             return minor
     return None
+
+
+@functools.lru_cache(maxsize=512)  # a few releases times the gates the engine asks about, per review
+def _gate_on(source: str, name: str) -> bool:
+    spec = table.GATES[source].get(name)
+    if spec is not None:
+        return Gate(name, *spec).default
+    for minor in reversed(KNOWN_MINORS):
+        older = table.GATES[f"1.{minor}"].get(name)
+        if minor < _minor(source) and older is not None:
+            return older[1]
+    return False
