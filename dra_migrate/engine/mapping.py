@@ -8,12 +8,13 @@ must stay as they are, with the reason reported to the user.
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from dra_migrate.engine.memo import cached_when_hashable
 
 # Names that already reach DRA through the scheduler (KEP-5004 implicit names, docs/dra-api.md section 5).
 IMPLICIT_DEVICE_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
@@ -70,12 +71,11 @@ class DeviceRequestSpec:
 
     def identity(self) -> str:
         """Canonical text of everything that makes two requests interchangeable."""
-        try:
-            return _cached_identity(self)
-        except TypeError:  # opaque config parameters (dicts) make a spec unhashable
-            return _identity(self)
+        return _identity(self)
 
 
+# Specs come from the mapping's bounded cache, and the webhook asks for the same few per review.
+@cached_when_hashable(maxsize=1024)
 def _identity(spec: DeviceRequestSpec) -> str:
     return json.dumps(
         {
@@ -87,10 +87,6 @@ def _identity(spec: DeviceRequestSpec) -> str:
         sort_keys=True,
         separators=(",", ":"),
     )
-
-
-# Specs come from the mapping's bounded cache, and the webhook asks for the same few per review.
-_cached_identity = functools.lru_cache(maxsize=1024)(_identity)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,31 +6,21 @@ those, so equal requests share a template across workloads and different ones ne
 
 from __future__ import annotations
 
-import functools
 import json
 from typing import Any
 
 from dra_migrate.engine.mapping import DeviceRequestSpec
+from dra_migrate.engine.memo import cached_when_hashable
 from dra_migrate.engine.names import short_hash, to_label
 
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY_VALUE = "dra-migrate"
 
 
+@cached_when_hashable(maxsize=1024)  # the same few (spec, count) pairs recur in every pod of a cluster
 def template_name(spec: DeviceRequestSpec, count: int) -> str:
-    try:
-        return _cached_template_name(spec, count)
-    except TypeError:  # opaque config parameters (dicts) make a spec unhashable
-        return _template_name(spec, count)
-
-
-def _template_name(spec: DeviceRequestSpec, count: int) -> str:
     digest = short_hash(f"{spec.identity()}|count={count}")
     return f"{to_label(spec.device_class_name, 40)}-{count}-{digest}"
-
-
-# The same few (spec, count) pairs recur in every pod of a cluster.
-_cached_template_name = functools.lru_cache(maxsize=1024)(_template_name)
 
 
 def claim_spec(spec: DeviceRequestSpec, count: int) -> dict[str, Any]:

@@ -126,7 +126,7 @@ def _convert_chunk(source: Source, chunk: str, first_line: int) -> FileResult:
 
 @dataclass(slots=True)
 class _Item:
-    """One entry of the ordered queue: a ready result, a file for here, or a batch (maybe in a worker)."""
+    """One entry of the ordered queue: a ready result, a file for here, a large file, or a batch sent to a worker."""
 
     ready: FileResult | None = None
     here: Source | None = None
