@@ -18,6 +18,8 @@ from typing import Any
 Check = Callable[[Any], bool]
 
 _ANNOTATIONS = frozenset({"description", "format", "$schema", "$id", "$defs", "title", "default", "example"})
+# Keywords compiled together into one check of a value's shape (Compiler._shape).
+_SHAPE = frozenset({"type", "properties", "additionalProperties", "required", "items"})
 _REF = re.compile(r"(?:/api/_definitions\.json)?#/\$defs/([^/]+)")
 
 
@@ -35,11 +37,15 @@ def _invalid(_: Any) -> bool:
 
 def _type_check(names: frozenset[str]) -> Check:
     """JSON Schema `type` with jsonschema's type checker (draft 2020-12)."""
-    integer, number = "integer" in names, "number" in names
+    null, integer, number = "null" in names, "integer" in names, "number" in names
+    if names == {"string", "null"}:  # the most common type, as one test
+        return lambda value: value is None or isinstance(value, str)
+    if names == {"string"}:
+        return lambda value: isinstance(value, str)
 
     def check(value: Any) -> bool:
         if value is None:
-            return "null" in names
+            return null
         if value is True or value is False:
             return "boolean" in names
         if isinstance(value, str):
@@ -53,6 +59,22 @@ def _type_check(names: frozenset[str]) -> Check:
         if isinstance(value, list):
             return "array" in names
         return False
+
+    return check
+
+
+def _all_of(checks: list[Check]) -> Check:
+    if not checks:
+        return _valid
+    if len(checks) == 1:
+        return checks[0]
+    all_checks = tuple(checks)
+
+    def check(value: Any) -> bool:
+        for one in all_checks:  # noqa: SIM110 (a loop: faster than all() over a generator here)
+            if not one(value):
+                return False
+        return True
 
     return check
 
@@ -73,15 +95,9 @@ class Compiler:
             raise UnsupportedError(f"schema of type {type(schema).__name__}")
         checks: list[Check] = []
         for key, value in schema.items():
-            if key in _ANNOTATIONS or key.startswith("x-kubernetes-") or key in ("properties", "additionalProperties"):
+            if key in _ANNOTATIONS or key.startswith("x-kubernetes-") or key in _SHAPE:
                 continue
-            if key == "type":
-                checks.append(_type_check(frozenset([value] if isinstance(value, str) else value)))
-            elif key == "required":
-                checks.append(self._required(tuple(value)))
-            elif key == "items":
-                checks.append(self._items(self.compile(value)))
-            elif key == "enum":
+            if key == "enum":
                 checks.append(self._enum(value))
             elif key == "oneOf":
                 checks.append(self._one_of([self.compile(s) for s in value]))
@@ -89,21 +105,40 @@ class Compiler:
                 checks.append(self._ref(value))
             else:
                 raise UnsupportedError(f"keyword {key!r}")
-        if "properties" in schema or "additionalProperties" in schema:
-            checks.append(self._object(schema.get("properties", {}), schema.get("additionalProperties", True)))
-        if not checks:
-            return _valid
-        if len(checks) == 1:
-            return checks[0]
-        all_checks = tuple(checks)
+        shape = self._shape(schema)
+        return _all_of(checks if shape is None else [shape, *checks])
 
-        def check(value: Any) -> bool:
-            for one in all_checks:  # noqa: SIM110 (a loop: faster than all() over a generator here)
-                if not one(value):
-                    return False
-            return True
+    def _shape(self, schema: dict[str, Any]) -> Check | None:
+        """`type` and the keywords that apply to objects or to arrays, as one check.
 
-        return check
+        A value of another type passes those keywords, so only `type` decides for it: the
+        object and array checks test `type` themselves.
+        """
+        typed = names = None
+        if "type" in schema:
+            value = schema["type"]
+            names = frozenset([value] if isinstance(value, str) else value)
+            typed = _type_check(names)
+        shaped: list[Check] = []
+        if "properties" in schema or "additionalProperties" in schema or "required" in schema:
+            shaped.append(
+                self._object(
+                    schema.get("properties", {}),
+                    schema.get("additionalProperties", True),
+                    tuple(schema.get("required", ())),
+                    typed,
+                    names is None or "object" in names,
+                )
+            )
+        if "items" in schema:
+            item = self.compile(schema["items"])
+            # with object keywords too, `type` is already checked by the object check
+            shaped.append(
+                self._items(item, None, True) if shaped else self._items(item, typed, names is None or "array" in names)
+            )
+        if shaped:
+            return _all_of(shaped)
+        return typed
 
     def _ref(self, ref: str) -> Check:
         found = _REF.fullmatch(ref)
@@ -118,36 +153,52 @@ class Compiler:
             self._compiled[name] = slot[0]
         return self._compiled[name]
 
-    def _object(self, properties: Mapping[str, Any], additional: Any) -> Check:
+    def _object(
+        self,
+        properties: Mapping[str, Any],
+        additional: Any,
+        required: tuple[str, ...],
+        typed: Check | None,
+        object_allowed: bool,
+    ) -> Check:
+        """`properties`, `additionalProperties` and `required` (which apply to dicts only), and `type`."""
         compiled = {name: self.compile(schema) for name, schema in properties.items()}
-        others = None if additional is True else self.compile(additional)
+        names = frozenset(compiled)
+        checked = {name: one for name, one in compiled.items() if one is not _valid}
         closed = additional is False
+        others = None if additional is True or closed else self.compile(additional)
+        needed = frozenset(required)
 
         def check(value: Any) -> bool:
             if not isinstance(value, dict):
-                return True
+                return typed is None or typed(value)
+            keys = value.keys()
+            if not object_allowed or not keys >= needed or (closed and not keys <= names):
+                return False
             for key, item in value.items():
-                one = compiled.get(key) if isinstance(key, str) else None
+                one = checked.get(key)
                 if one is not None:
                     if not one(item):
                         return False
-                elif closed or (others is not None and not others(item)):
+                elif others is not None and key not in names and not others(item):
                     return False
             return True
 
         return check
 
     @staticmethod
-    def _required(names: tuple[str, ...]) -> Check:
-        def check(value: Any) -> bool:
-            return not isinstance(value, dict) or all(name in value for name in names)
+    def _items(item: Check, typed: Check | None, array_allowed: bool) -> Check:
+        """`items` (which applies to lists only) and `type`."""
 
-        return check
-
-    @staticmethod
-    def _items(item: Check) -> Check:
         def check(value: Any) -> bool:
-            return not isinstance(value, list) or all(item(one) for one in value)
+            if not isinstance(value, list):
+                return typed is None or typed(value)
+            if not array_allowed:
+                return False
+            for one in value:  # noqa: SIM110 (a loop: faster than all() over a generator here)
+                if not item(one):
+                    return False
+            return True
 
         return check
 
@@ -165,6 +216,10 @@ class Compiler:
     @staticmethod
     def _one_of(options: list[Check]) -> Check:
         def check(value: Any) -> bool:
-            return sum(1 for option in options if option(value)) == 1
+            matched = 0
+            for option in options:
+                if option(value):
+                    matched += 1
+            return matched == 1
 
         return check

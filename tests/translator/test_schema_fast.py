@@ -12,6 +12,7 @@ import functools
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
@@ -21,6 +22,7 @@ from kubernetes_validate import utils as kv_utils
 
 from dra_migrate.engine import Target, convert, default_config
 from dra_migrate.translator.schema import kind_schema, schema_dir, validate_object
+from dra_migrate.translator.schemafast import Compiler
 
 TARGETS = ("1.32", "1.33", "1.34")
 
@@ -44,7 +46,9 @@ def _objects(corpus: Path) -> tuple[tuple[str, dict[str, Any]], ...]:
     return tuple(found)
 
 
-_replacements = st.sampled_from([None, 1, 1.0, 1.5, True, "x", "", [], {}, ["a"], {"a": 1}, -3])
+_replacements: st.SearchStrategy[Any] = st.sampled_from(
+    [None, 1, 1.0, 1.5, True, False, "x", "", [], {}, ["a"], [None], [{}], {"a": 1}, {1: "a"}, {"a": None}, -3, 2.0]
+)
 
 
 def _mutate(value: Any, steps: list[tuple[int, Any, int]]) -> Any:
@@ -112,3 +116,70 @@ def test_results_are_kubernetes_validates_word_for_word(corpus: Path) -> None:
         except kv_utils.ValidationError as exc:
             theirs = (True, (f"{'.'.join(str(p) for p in exc.path) or '(top level)'}: {exc.message}",))
         assert (ours.checked, ours.errors) == theirs
+
+
+# Schemas of every shape the compiler takes, in combinations the Kubernetes schemas do not use
+# (`items` with object keywords, `required` without `type`, ...), with a recursive definition.
+_DEFINITIONS = {
+    "Text": {"type": ["string", "null"]},
+    "Tree": {"type": "object", "properties": {"child": {"$ref": "#/$defs/Tree"}, "n": {"type": "integer"}}},
+}
+_TYPE_NAMES = st.sampled_from(["string", "integer", "number", "boolean", "object", "array", "null"])
+_TYPES = st.one_of(_TYPE_NAMES, st.lists(_TYPE_NAMES, min_size=1, max_size=3, unique=True))
+_NAMES = st.sampled_from(["a", "b", "c"])
+_LEAF_SCHEMAS = st.one_of(
+    st.just({}),
+    st.booleans(),
+    st.builds(lambda t: {"type": t, "description": "d"}, _TYPES),
+    st.builds(lambda e: {"enum": e}, st.lists(st.sampled_from(["x", "y", ""]), min_size=1, unique=True)),
+    st.sampled_from([{"$ref": "#/$defs/Text"}, {"$ref": "#/$defs/Tree"}, {"x-kubernetes-int-or-string": True}]),
+)
+
+
+def _with_type(schema: dict[str, Any], types: Any) -> dict[str, Any]:
+    return schema if types is None else {**schema, "type": types}
+
+
+_SCHEMAS = st.recursive(
+    _LEAF_SCHEMAS,
+    lambda inner: st.one_of(
+        st.builds(
+            lambda p, a, r, t: _with_type({"properties": p, "additionalProperties": a, "required": r}, t),
+            st.dictionaries(_NAMES, inner, max_size=3),
+            st.one_of(st.booleans(), inner),
+            st.lists(_NAMES, max_size=2, unique=True),
+            st.none() | _TYPES,
+        ),
+        st.builds(lambda i, t: _with_type({"items": i}, t), inner, st.none() | _TYPES),
+        st.builds(lambda o: {"oneOf": o}, st.lists(inner, min_size=1, max_size=3)),
+        st.builds(lambda r, i: {"required": r, "items": i}, st.lists(_NAMES, max_size=2), inner),
+        st.builds(
+            lambda p, i, t: _with_type({"properties": p, "items": i}, t), st.dictionaries(_NAMES, inner), inner, _TYPES
+        ),
+    ),
+    max_leaves=8,
+)
+_INSTANCES = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-2, 2),
+        st.sampled_from([1.0, 1.5, -0.0, 1e20]),
+        st.sampled_from(["x", "y", "", "z"]),
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(st.one_of(_NAMES, st.sampled_from(["child", "n", 1])), inner, max_size=3),
+    ),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(schema=_SCHEMAS, instance=_INSTANCES)
+def test_the_compiler_agrees_with_jsonschema_on_any_schema_it_takes(schema: Any, instance: Any) -> None:
+    check = Compiler({"$defs": _DEFINITIONS}).compile(schema)
+    root = {**schema, "$defs": _DEFINITIONS} if isinstance(schema, dict) else schema
+    expected = jsonschema.Draft202012Validator(root).is_valid(instance)
+    event(f"valid: {expected}")
+    assert check(instance) is expected
