@@ -18,6 +18,7 @@ PyYAML (this tool, and Python tooling around manifests) and ruamel.yaml's YAML 1
 
 from __future__ import annotations
 
+import gc
 import math
 import re
 from collections.abc import Callable
@@ -25,7 +26,7 @@ from functools import lru_cache
 from typing import Any
 
 import yaml
-from yaml.nodes import ScalarNode
+from yaml.nodes import MappingNode, ScalarNode
 from yaml.resolver import Resolver
 
 STR = "tag:yaml.org,2002:str"
@@ -187,6 +188,95 @@ def load(text: str) -> Any:
 
 def load_all(text: str) -> list[Any]:
     return list(yaml.load_all(text, Loader=KubeLoader))
+
+
+# Tags the node loader gives the nodes whose tag is implicit: a plain scalar, and anything else.
+_PLAIN_IMPLICIT = "plain implicit"
+_IMPLICIT = "implicit"
+_RESOLVED_CACHE_SIZE = 1 << 16
+
+
+class _NodeLoader(yaml.CSafeLoader):
+    """libyaml's parser and composer, marking which nodes KubeLoader would resolve, and how."""
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        return _PLAIN_IMPLICIT if kind is ScalarNode and implicit[0] else _IMPLICIT
+
+
+class _Declined(Exception):  # noqa: N818 (a signal, not an error)
+    """A node the quick construction does not build: KubeLoader builds the whole stream."""
+
+
+class _Builder:
+    """Python values of the common nodes, as KubeLoader constructs them, without its generic machinery.
+
+    Plain scalars are go_resolve'd (through a bounded cache: manifests repeat their words),
+    other implicitly tagged scalars are strings, collections are dicts and lists. Anything else
+    (an explicit tag, a merge key) is declined.
+    """
+
+    def __init__(self) -> None:
+        self.resolved: dict[str, Any] = {}
+
+    def value(self, node: Any) -> Any:
+        cls = type(node)
+        if cls is ScalarNode:
+            tag = node.tag
+            if tag is _IMPLICIT:
+                return node.value
+            if tag is not _PLAIN_IMPLICIT or node.style:
+                raise _Declined
+            text = node.value
+            try:
+                return self.resolved[text]
+            except KeyError:
+                if text == "<<":
+                    raise _Declined from None
+                if len(self.resolved) >= _RESOLVED_CACHE_SIZE:
+                    self.resolved.clear()
+                found = self.resolved[text] = go_resolve(text)[1]
+                return found
+        if node.tag is not _IMPLICIT:
+            raise _Declined
+        if cls is MappingNode:
+            value = self.value
+            return {value(key): value(item) for key, item in node.value}
+        return [self.value(item) for item in node.value]
+
+
+_builder = _Builder()
+
+
+def load_all_quick(text: str) -> list[Any]:
+    """Exactly `load_all(text)`, built about three times faster when the stream allows it.
+
+    libyaml composes the nodes; plain dicts, lists and scalars are then built directly. A stream
+    that may hold aliases (KubeLoader shares their objects), explicit tags, merge keys, unhashable
+    keys, or that does not load at all, goes through `load_all`, which gives its value or its error.
+    """
+    if "&" in text and "*" in text:  # an alias needs an anchor
+        return load_all(text)
+    try:
+        return _build_all(text)
+    except (yaml.YAMLError, _Declined, TypeError, ValueError, RecursionError):
+        return load_all(text)
+
+
+def _build_all(text: str) -> list[Any]:
+    loader = _NodeLoader(text)
+    # Without aliases, nodes and values hold no reference cycles: the cycle collector, which
+    # would otherwise run over and over while they are built, has nothing to find.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        values = []
+        while loader.check_node():
+            values.append(_builder.value(loader.get_node()))
+        return values
+    finally:
+        if collecting:
+            gc.enable()
+        loader.dispose()
 
 
 def dump(obj: Any) -> str:
