@@ -46,10 +46,11 @@ def split_by_origin(output: dict[str, Any], original: Any, target: Target) -> tu
     """(problems the conversion introduced, problems the input already had) of one output object.
 
     The input is checked only when the output has problems, and only when it is the same kind of
-    object: a generated template has no input, so all of its problems are the conversion's.
+    object: a generated template has no input, so all of its problems are the conversion's. An
+    output that is its input (a document left as it was) had all of them already.
     """
     found = problems(output, target)
     if not found or not isinstance(original, dict) or original.get("kind") != output.get("kind"):
         return found, []
-    before = set(problems(original, target))
+    before = set(found) if original is output else set(problems(original, target))
     return [p for p in found if p not in before], [p for p in found if p in before]

@@ -244,7 +244,8 @@ def process_yaml(source: Source, text: str, options: RunOptions, first_line: int
     `text` starts in the file, when it is a chunk of one (translator.runner)."""
     if options.prefilter:
         try:
-            documents = passing_documents(text, prefilter_for(options.config))
+            # --validate loads every passing document, which parses it (see _pass_through)
+            documents = passing_documents(text, prefilter_for(options.config), parse=not options.validate)
             return _convert_stream(FileResult(source, text, text), documents, "", options, first_line)
         except WholeStreamNeeded:
             pass  # start again the whole-stream way, which also reports any error as it always has
@@ -308,10 +309,20 @@ def _refused(result: FileResult, error: str) -> FileResult:
 
 
 def _pass_through(text: str, header: Header, report: DocumentReport, options: RunOptions) -> None:
-    """A document the prefilter let through: unchanged, no findings; its object only to validate."""
+    """A document the prefilter let through: unchanged, no findings; its object only to validate.
+
+    With --validate the prefilter has not checked that the document parses (loading it here does):
+    one that does not load takes the whole-stream way, as it would had the prefilter refused it.
+    """
     report.kind, report.api_version = header.kind, header.api_version
     if options.validate:
-        obj = kubeyaml.load_all(text)[0]
+        try:
+            values = kubeyaml.load_all_quick(text)
+        except (yaml.YAMLError, ValueError, RecursionError) as exc:
+            raise WholeStreamNeeded from exc
+        if len(values) != 1:
+            raise WholeStreamNeeded
+        obj = values[0]
         _describe(report, obj)
         _validate(report, obj, [obj], options)
 

@@ -107,7 +107,10 @@ class Prefilter:
     def __init__(self, config: Config) -> None:
         self.triggers: TextTriggers = text_triggers(config)
 
-    def passes(self, text: str) -> Header | None:
+    def passes(self, text: str, parse: bool = True) -> Header | None:
+        """`parse=False` leaves out the last test, that libyaml parses the text: for a caller that
+        loads the document anyway, which parses it (and which takes the whole-stream way when it
+        does not load)."""
         header = _header(text)
         # A document over the bounds fails its file; aliases, the other way over, are refused below.
         if header is None or limits.might_nest_too_deep(text):
@@ -124,7 +127,7 @@ class Prefilter:
         risky = _risky_positions(text, escapes_anywhere=where is not Route.NONE)
         if risky and not _all_exempt(risky, text):
             return None
-        return header if _parses(text) else None
+        return header if not parse or _parses(text) else None
 
     def _workload_safe(self, text: str) -> bool:
         if any(name in text for name in self.triggers.field_names):
@@ -375,20 +378,21 @@ class WholeStreamNeeded(Exception):  # noqa: N818 (a signal, not an error)
     """The stream must be read whole (yamltext.split_stream): boundaries or a document need it."""
 
 
-def passing_documents(text: str, prefilter: Prefilter) -> Iterator[Document]:
+def passing_documents(text: str, prefilter: Prefilter, parse: bool = True) -> Iterator[Document]:
     """Like yamltext.split_stream, one document at a time; one that passes holds its Header, not its value.
 
     The other documents are loaded one by one, each on its own text (which parses to the same
     value as inside the stream). Raises WholeStreamNeeded, possibly after some documents, when the
     boundaries or a document need the whole-stream reading: the caller then starts again that
-    way, which also reports any error exactly as before.
+    way, which also reports any error exactly as before. `parse=False` (Prefilter.passes): the
+    caller loads each passing document, and raises WholeStreamNeeded itself for one that does not load.
     """
     starts = scan_document_starts(text)
     if not starts or starts[0] != 0:
         raise WholeStreamNeeded
     for start, end in zip(starts, [*starts[1:], len(text)], strict=True):
         piece = text[start:end]
-        header = prefilter.passes(piece)
+        header = prefilter.passes(piece, parse)
         if header is not None:
             yield Document(piece, start, end, header)
             continue

@@ -246,6 +246,26 @@ def _full_path(text: str, config_name: str) -> FileResult:
     return process(Source(Path("doc.yaml"), Path("doc.yaml")), text, TemplateRegistry(), options)
 
 
+def _both_paths(text: str, config_name: str, validate: bool) -> tuple[FileResult, FileResult]:
+    """(without the prefilter, with it)"""
+    results = []
+    for prefilter in (False, True):
+        options = RunOptions(config=CONFIGS[config_name], prefilter=prefilter, validate=validate)
+        results.append(process(Source(Path("f.yaml"), Path("f.yaml")), text, TemplateRegistry(), options))
+    return results[0], results[1]
+
+
+def _assert_same(plain: FileResult, fast: FileResult, validate: bool) -> None:
+    assert (fast.text, fast.error, fast.skipped) == (plain.text, plain.error, plain.skipped)
+    # a document that passes is described from its object only when it is loaded to validate it
+    names = [d.name for d in fast.documents] == [d.name for d in plain.documents]
+    assert names or not validate
+    assert [(d.status, d.kind, d.findings) for d in fast.documents] == [
+        (d.status, d.kind, d.findings) for d in plain.documents
+    ]
+    assert [t["metadata"]["name"] for t in fast.templates] == [t["metadata"]["name"] for t in plain.templates]
+
+
 def _left_alone(result: FileResult) -> bool:
     return (
         result.error is None
@@ -296,20 +316,32 @@ def test_nodename_needs_the_full_path_only_when_every_pod_gets_node_selection() 
     assert _full_path(pod, "nodename-all").changed
 
 
-def test_whole_files_come_out_the_same_with_and_without_the_prefilter(corpus: Path) -> None:
-    """Every corpus file, and shuffled multi-document streams of them, through both paths."""
+@pytest.mark.parametrize("validate", [False, True])
+def test_whole_files_come_out_the_same_with_and_without_the_prefilter(corpus: Path, validate: bool) -> None:
+    """Every corpus file, and shuffled multi-document streams of them, through both paths; with
+    --validate, the documents that pass are validated on their own (quickly loaded) objects."""
     paths = sorted(p for p in corpus.rglob("*") if p.suffix in (".yaml", ".yml"))
     texts = [p.read_text(encoding="utf-8") for p in paths]
     rng = random.Random(12)
     texts += ["---\n".join(rng.sample(texts, 4)) for _ in range(20)]
     for text in texts:
-        results = []
-        for prefilter in (False, True):
-            options = RunOptions(config=CONFIGS["default"], prefilter=prefilter)
-            results.append(process(Source(Path("f.yaml"), Path("f.yaml")), text, TemplateRegistry(), options))
-        plain, fast = results
-        assert (fast.text, fast.error, fast.skipped) == (plain.text, plain.error, plain.skipped)
-        assert [(d.status, d.kind, d.findings) for d in fast.documents] == [
-            (d.status, d.kind, d.findings) for d in plain.documents
-        ]
-        assert [t["metadata"]["name"] for t in fast.templates] == [t["metadata"]["name"] for t in plain.templates]
+        _assert_same(*_both_paths(text, "default", validate), validate)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    texts=st.lists(
+        st.one_of(document_texts(), st.builds(_dump, manifests(), st.integers(0, 9))), min_size=1, max_size=3
+    )
+)
+def test_validate_finds_the_same_with_and_without_the_prefilter(texts: list[str]) -> None:
+    """--validate loads a passing document only to check it, without the prefilter's parse: one that
+    does not load takes the whole-stream way, and every finding and error is the full path's."""
+    stream = "".join(
+        t if t.startswith("---") else "---\n" + t for t in (t if t.endswith("\n") else t + "\n" for t in texts)
+    )
+    plain, fast = _both_paths(stream, "default", True)
+    event(f"a document passes: {any(Prefilter(CONFIGS['default']).passes(t) for t in texts)}")
+    event(f"schema findings: {any(f.rule.startswith('schema') for d in plain.documents for f in d.findings)}")
+    event(f"error: {plain.error is not None}")
+    _assert_same(plain, fast, validate=True)

@@ -74,6 +74,36 @@ def test_validate_tells_input_problems_from_conversion_problems(run_cli: Runner,
     assert all(r["severity"] == "error" for r in rows)
 
 
+def test_validate_reports_an_unchanged_document_alike_as_input_or_output(run_cli: Runner, tmp_path: Path) -> None:
+    """A document the conversion leaves as it is: checked once, its problems the input's."""
+    path = tmp_path / "service.yaml"
+    path.write_text("apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec:\n  ports: [{port: eighty}]\n")
+    result = run_cli("convert", "--validate", "--report", "json", str(path))
+    assert result.code == 2
+    rows = _rows(result.stderr)
+    assert [r["rule"] for r in rows] == ["schema-input"]
+    assert rows[0]["message"].startswith(
+        "Service invalid for Kubernetes 1.34, as the input already was: spec.ports.0.port"
+    )
+
+
+def test_validate_reports_a_document_that_does_not_parse_as_convert_does(run_cli: Runner, tmp_path: Path) -> None:
+    """Loading an ordinary document to check it parses it: one that does not parse is reported as
+    without --validate, from the whole stream."""
+    path = tmp_path / "maps.yaml"
+    path.write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata:\n  k: v\n---\n"
+        "apiVersion: v1\nkind: ConfigMap\ndata:\n  a: b\n c: d\n"
+    )
+    plain = run_cli("convert", "--report", "json", str(path))
+    checked = run_cli("convert", "--validate", "--report", "json", str(path))
+    assert plain.code == checked.code == 2
+    assert json.loads(checked.stderr) == json.loads(plain.stderr)
+    assert [f["message"] for f in json.loads(checked.stderr)["findings"]] == [
+        "invalid YAML at line 11, column 2: did not find expected key"
+    ]
+
+
 def test_config_rejects_bad_class_names_and_cel_syntax(run_cli: Runner, tmp_path: Path) -> None:
     bad_name = tmp_path / "name.yaml"
     bad_name.write_text("mappings:\n- resource: example.com/a\n  deviceClassName: Bad_Class\n")
