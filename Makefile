@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: setup demo test lint e2e-bins helm-bin e2e bench releases clean
+.PHONY: setup demo test lint e2e-bins helm-bin e2e bench releases yaml12 clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +47,10 @@ e2e: $(STAMP) e2e-bins helm-bin
 ## The engine's release table, generated from the Kubernetes sources pinned in tools/releasegen/releases.txt.
 releases:
 	cd tools/releasegen && GOFLAGS=-mod=mod go run . -out ../../dra_migrate/engine/releases/table.py
+
+## ruamel.yaml's YAML 1.2 scalar resolvers as data, so quoting decisions need not import ruamel.yaml.
+yaml12: $(STAMP)
+	$(BIN)/python tools/yaml12gen.py
 
 bench: $(STAMP)
 	$(BIN)/python bench/translate.py

@@ -13,7 +13,8 @@ timestamps stay strings (decode.go keeps timestamp-like values as strings for in
 
 The decision covers every reader a converted file meets: go-yaml v2 (kubectl, the apiserver),
 PyYAML (this tool, and Python tooling around manifests) and ruamel.yaml's YAML 1.2 resolver
-(this tool's fallback editor).
+(this tool's fallback editor), whose rules come from the generated yaml12 module: importing
+ruamel.yaml itself would cost a run more than all the rest of its YAML handling.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, ScalarNode
 from yaml.resolver import Resolver
+
+from dra_migrate.translator.yamltext import yaml12
 
 STR = "tag:yaml.org,2002:str"
 BOOL = "tag:yaml.org,2002:bool"
@@ -128,13 +131,26 @@ def go_resolve(s: str) -> tuple[str, Any]:
 _pyyaml_resolve: Callable[[type, str, tuple[bool, bool]], str] = Resolver().resolve
 
 
-@lru_cache(maxsize=1)
-def _ruamel_resolve() -> Callable[[str], str]:
-    from ruamel.yaml.nodes import ScalarNode as RuamelScalar
-    from ruamel.yaml.resolver import VersionedResolver
+_YAML12_COMPILED: dict[str, tuple[tuple[str, re.Pattern[str]], ...]] = {}
 
-    resolver = VersionedResolver(version=(1, 2))
-    return lambda s: str(resolver.resolve(RuamelScalar, s, (True, False)))
+
+def _yaml12_resolvers(first: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """Compiled on first use, as ruamel.yaml does: most first characters need none or one."""
+    compiled = _YAML12_COMPILED.get(first)
+    if compiled is None:
+        resolvers = (yaml12.RESOLVERS[i] for i in yaml12.BY_FIRST_CHARACTER.get(first, ()))
+        compiled = tuple((tag, re.compile(pattern, flags)) for tag, pattern, flags in resolvers)
+        if first in yaml12.BY_FIRST_CHARACTER:  # other characters, from any input, are not kept
+            _YAML12_COMPILED[first] = compiled
+    return compiled
+
+
+def yaml12_tag(s: str) -> str:
+    """The tag ruamel.yaml's YAML 1.2 reader gives the plain scalar `s` (VersionedResolver.resolve)."""
+    for tag, pattern in _yaml12_resolvers(s[:1]):
+        if pattern.match(s):
+            return tag
+    return STR
 
 
 @lru_cache(maxsize=4096)
@@ -142,7 +158,7 @@ def needs_quotes(s: str) -> bool:
     """Whether a plain `s` would read as something other than this string to any reader in the path."""
     if go_resolve(s)[0] != STR or _pyyaml_resolve(ScalarNode, s, (True, False)) != STR:
         return True
-    return bool(_ruamel_resolve()(s) != STR)
+    return yaml12_tag(s) != STR
 
 
 class KubeLoader(yaml.CSafeLoader):
