@@ -18,6 +18,7 @@ from pathlib import Path
 
 from dra_migrate.certs import cli as certs_cli
 from dra_migrate.exits import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED
+from dra_migrate.subcommands import Subcommands
 from dra_migrate.translator import cli as translator_cli
 from dra_migrate.webhook import cli as webhook_cli
 
@@ -43,10 +44,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Move device-plugin workloads to Kubernetes Dynamic Resource Allocation.",
     )
     parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
-    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    translator_cli.register(subparsers)
-    webhook_cli.register(subparsers)
-    certs_cli.register(subparsers)
+    subcommands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", action=Subcommands)
+    assert isinstance(subcommands, Subcommands)
+    translator_cli.register(subcommands)
+    webhook_cli.register(subcommands)
+    certs_cli.register(subcommands)
+    if "_ARGCOMPLETE" in os.environ:  # completion reads every subcommand's arguments
+        subcommands.complete()
     return parser
 
 

@@ -7,24 +7,31 @@ parser, and cryptography is needed only when the command actually runs.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import ipaddress
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dra_migrate.exits import fail
+
+if TYPE_CHECKING:
+    from dra_migrate.subcommands import Subcommands
 
 _KEY_TYPES = ("ecdsa-p256", "rsa-2048", "rsa-3072")
 _COMMAND = "certs generate"
 _MAX_DAYS = 36500
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    certs = subparsers.add_parser(
+def register(subcommands: Subcommands) -> None:
+    subcommands.add_command(
         "certs",
+        _certs_arguments,
         help="create TLS certificates for the webhook",
         description="Create TLS certificates for the admission webhook.",
     )
+
+
+def _certs_arguments(certs: argparse.ArgumentParser) -> None:
     certs_sub = certs.add_subparsers(dest="certs_command", required=True, metavar="ACTION")
     gen = certs_sub.add_parser(
         "generate",
@@ -63,6 +70,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def generate_command(args: argparse.Namespace) -> int:
+    import datetime as dt
+
     from dra_migrate.certs import generate
 
     if (args.ca_cert is None) != (args.ca_key is None):

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dra_migrate.subcommands import Subcommands
 
 OUTPUT_FORMATS = ("yaml", "json")
 PLACEMENTS = ("kustomization", "per-file")
@@ -109,13 +112,32 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def register(subparsers: Any) -> None:
-    convert = subparsers.add_parser(
+def register(subcommands: Subcommands) -> None:
+    subcommands.add_command(
         "convert",
+        _convert_arguments,
         help="rewrite manifests to DRA",
         description="Rewrite device-plugin requests and old "
         "resource.k8s.io versions in manifests. Exit 0 on success, 2 when anything could not be converted.",
     )
+    subcommands.add_command(
+        "diff",
+        _diff_arguments,
+        help="preview what convert would change (exit 0 none, 1 changes, 2 errors)",
+        description="Unified diff of what `convert --in-place` would change. Exit 0 nothing to change, "
+        "1 changes needed, 2 errors.",
+    )
+    subcommands.add_command(
+        "krm",
+        _krm_arguments,
+        help="run as a KRM function: ResourceList on stdin, converted on stdout (kustomize, kpt, Argo CD)",
+        description="Read a ResourceList (config.kubernetes.io/v1) on stdin and write it converted on stdout, "
+        "with the generated ResourceClaimTemplates among its items and the findings as results. "
+        "functionConfig (optional): a ConfigMap with data.targetVersion, data.validate and data.config.",
+    )
+
+
+def _convert_arguments(convert: argparse.ArgumentParser) -> None:
     _common_arguments(convert)
     convert.add_argument(
         "-o",
@@ -135,22 +157,13 @@ def register(subparsers: Any) -> None:
     )
     convert.set_defaults(handler=_run_convert)
 
-    diff = subparsers.add_parser(
-        "diff",
-        help="preview what convert would change (exit 0 none, 1 changes, 2 errors)",
-        description="Unified diff of what `convert --in-place` would change. Exit 0 nothing to change, "
-        "1 changes needed, 2 errors.",
-    )
+
+def _diff_arguments(diff: argparse.ArgumentParser) -> None:
     _common_arguments(diff)
     diff.set_defaults(handler=_run_diff)
 
-    krm = subparsers.add_parser(
-        "krm",
-        help="run as a KRM function: ResourceList on stdin, converted on stdout (kustomize, kpt, Argo CD)",
-        description="Read a ResourceList (config.kubernetes.io/v1) on stdin and write it converted on stdout, "
-        "with the generated ResourceClaimTemplates among its items and the findings as results. "
-        "functionConfig (optional): a ConfigMap with data.targetVersion, data.validate and data.config.",
-    )
+
+def _krm_arguments(krm: argparse.ArgumentParser) -> None:
     krm.set_defaults(handler=_run_krm)
 
 

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from kubernetes.client import Configuration
 
     from dra_migrate.configfile import Settings
+    from dra_migrate.subcommands import Subcommands
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 DEPRECATED = {
@@ -29,15 +30,20 @@ DEPRECATED = {
 }
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    serve = subparsers.add_parser(
+def register(subcommands: Subcommands) -> None:
+    subcommands.add_command(
         "serve",
+        _serve_arguments,
         help="run the admission webhook (HTTPS)",
         description=(
             "Serve the mutating admission webhook over TLS: POST /mutate, GET /healthz, /readyz, /metrics. "
             "Without --config the built-in mappings and the default policy apply."
         ),
     )
+    subcommands.add_command("webhook", _webhook_arguments, help="admission webhook helpers")
+
+
+def _serve_arguments(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--config", type=Path, metavar="FILE", help="configuration YAML (mappings + webhook policy)")
     serve.add_argument("--cert", type=Path, required=True, metavar="FILE", help="TLS certificate (PEM); hot-reloaded")
     serve.add_argument("--key", type=Path, required=True, metavar="FILE", help="TLS private key (PEM); hot-reloaded")
@@ -66,7 +72,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     serve.set_defaults(handler=serve_command)
 
-    webhook = subparsers.add_parser("webhook", help="admission webhook helpers")
+
+def _webhook_arguments(webhook: argparse.ArgumentParser) -> None:
     actions = webhook.add_subparsers(dest="webhook_command", required=True, metavar="ACTION")
     conditions = actions.add_parser(
         "match-conditions",

@@ -13,12 +13,15 @@ monkey.patch_all()
 import argparse  # noqa: E402 - after the patch on purpose
 import sys  # noqa: E402
 
+from dra_migrate.subcommands import Subcommands  # noqa: E402
 from dra_migrate.webhook.cli import register, run_server  # noqa: E402
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(prog="dra-migrate")
-    register(parser.add_subparsers(dest="command", required=True))
+    subcommands = parser.add_subparsers(dest="command", required=True, action=Subcommands)
+    assert isinstance(subcommands, Subcommands)
+    register(subcommands)
     return run_server(parser.parse_args(["serve", *sys.argv[1:]]))
 
 

@@ -13,6 +13,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.verification import PolicyBuilder, Store
 
 from dra_migrate.certs import cli
+from dra_migrate.subcommands import Subcommands
 
 ERROR_PREFIX = "dra-migrate certs generate: error: "
 
@@ -20,7 +21,9 @@ ERROR_PREFIX = "dra-migrate certs generate: error: "
 def run(argv: list[str]) -> int:
     # The same wiring as dra_migrate/cli.py, without depending on the other parts.
     parser = argparse.ArgumentParser(prog="dra-migrate")
-    cli.register(parser.add_subparsers(dest="command", required=True))
+    subcommands = parser.add_subparsers(dest="command", required=True, action=Subcommands)
+    assert isinstance(subcommands, Subcommands)
+    cli.register(subcommands)
     args = parser.parse_args(argv)
     code: int = args.handler(args)
     return code
