@@ -6,22 +6,20 @@ section, and every section is validated whichever command reads the file.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import yaml
 
 from dra_migrate.engine import Config, ConfigError, parse_config
-from dra_migrate.webhook.policy import WEBHOOK_SCHEMA, WebhookPolicy, parse_webhook_policy
 
-_SECTIONS = {"webhook": WEBHOOK_SCHEMA}
+if TYPE_CHECKING:
+    from dra_migrate.webhook.policy import WebhookPolicy
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(NamedTuple):
     config: Config
-    webhook: WebhookPolicy = field(default_factory=WebhookPolicy)
+    webhook: WebhookPolicy
     # The target release was given (file or command line), not defaulted: the webhook then does
     # not take it from the cluster's version.
     target_given: bool = False
@@ -36,7 +34,9 @@ def invalid_yaml(exc: yaml.YAMLError) -> str:
 
 def parse_settings(data: Any, target: str | None = None) -> Settings:
     """Validate a parsed configuration document; raises ConfigError naming the field."""
-    config = parse_config(data, target, sections=_SECTIONS)
+    from dra_migrate.webhook.policy import WEBHOOK_SCHEMA, parse_webhook_policy  # not for load_config(None)
+
+    config = parse_config(data, target, sections={"webhook": WEBHOOK_SCHEMA})
     given = target is not None or (isinstance(data, dict) and "targetVersion" in data)
     return Settings(config, parse_webhook_policy((data or {}).get("webhook")), given)
 
@@ -61,4 +61,6 @@ def load_settings(path: str | None, target: str | None = None) -> Settings:
 
 def load_config(path: str | None, target: str | None = None) -> Config:
     """The engine's part of the file (the translator needs no more)."""
+    if path is None:  # no file: no section to validate, and the engine's defaults
+        return parse_config({}, target)
     return load_settings(path, target).config

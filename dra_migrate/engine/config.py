@@ -6,11 +6,9 @@ so a misspelt key is an error instead of a silently ignored setting (docs/field-
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 if TYPE_CHECKING:
     import jsonschema
@@ -103,22 +101,29 @@ class ConfigError(ValueError):
     """A configuration problem, with the location in the file already in the message."""
 
 
-@dataclass(frozen=True, slots=True)
 class NodeNamePolicy:
-    mode: Literal["nodeSelector", "nodeAffinity"] = "nodeSelector"
-    scope: Literal["claims", "all"] = "claims"
+    __slots__ = ("mode", "scope")
+
+    def __init__(
+        self,
+        mode: Literal["nodeSelector", "nodeAffinity"] = "nodeSelector",
+        scope: Literal["claims", "all"] = "claims",
+    ) -> None:
+        self.mode = mode
+        self.scope = scope
 
 
-@dataclass(frozen=True)
-class Config:
-    target: Target = field(default_factory=lambda: Target.parse(DEFAULT_TARGET))
-    mappings: MappingTable = field(default_factory=lambda: MappingTable(builtin_mappings()))
-    node_name: NodeNamePolicy = field(default_factory=NodeNamePolicy)
-    workloads: WorkloadTable = field(default_factory=lambda: WorkloadTable(BUILTIN_WORKLOADS))
-    strategy: Strategy = Strategy.AUTO
+class Config(NamedTuple):
+    """Made by parse_config (default_config for no file); changed copies by the with_* functions."""
+
+    target: Target
+    mappings: MappingTable
+    node_name: NodeNamePolicy
+    workloads: WorkloadTable
+    strategy: Strategy
     # extendedResourceName -> the DeviceClass the target cluster serves it with (KEP-5004), as far
     # as the caller knows: the config file, DeviceClasses among the inputs, or the live cluster.
-    served: Mapping[str, ServingClass] = field(default_factory=dict)
+    served: Mapping[str, ServingClass]
     # The caller writes a DeviceClass for every name the strategy keeps (translator --device-classes).
     emits_device_classes: bool = False
 
@@ -155,7 +160,6 @@ def _mapping_from_dict(raw: Mapping[str, Any], where: str) -> DeviceMapping:
         unconvertible=raw.get("unconvertible"),
         keeps_unconverted=tuple(raw.get("keepsUnconverted", ())),
         class_selectors=tuple(raw.get("classSelectors", ())),
-        compiled=compiled,
     )
 
 
@@ -246,18 +250,18 @@ def with_served_classes(config: Config, served: Mapping[str, ServingClass]) -> C
     """`config` knowing more DeviceClasses that map extended resource names (they win over the file's)."""
     if not served:
         return config
-    return dataclasses.replace(config, served={**config.served, **served})
+    return config._replace(served={**config.served, **served})
 
 
 def with_emitted_classes(config: Config) -> Config:
     """`config` for a caller that writes a DeviceClass for every name the strategy keeps, so every
     mapped name counts as served (see deviceclasses.build_device_class)."""
-    return dataclasses.replace(config, emits_device_classes=True)
+    return config._replace(emits_device_classes=True)
 
 
 def with_strategy(config: Config, strategy: str) -> Config:
     try:
-        return dataclasses.replace(config, strategy=Strategy(strategy))
+        return config._replace(strategy=Strategy(strategy))
     except ValueError as exc:
         raise ConfigError(f"strategy: {strategy!r} is not one of {', '.join(s.value for s in Strategy)}") from exc
 
@@ -269,7 +273,7 @@ def leave_unconverted(config: Config, reasons: Mapping[str, str]) -> Config:
     of a pattern mapping.
     """
     overrides = [DeviceMapping(resource=name, unconvertible=reason) for name, reason in reasons.items()]
-    return dataclasses.replace(config, mappings=MappingTable([*overrides, *config.mappings.entries]))
+    return config._replace(mappings=MappingTable([*overrides, *config.mappings.entries]))
 
 
 def default_config(target: str | None = None) -> Config:

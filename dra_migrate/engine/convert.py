@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
 from dra_migrate.engine.config import Config
 from dra_migrate.engine.deviceclasses import serving_class
-from dra_migrate.engine.dra.convert import convert_dra_object, write_hub
+from dra_migrate.engine.dra.writers import write_hub
 from dra_migrate.engine.findings import Finding, Findings, json_path
 from dra_migrate.engine.invalid import check_pod_spec
 from dra_migrate.engine.legacy_pod import flatten_claim_sources
@@ -41,6 +40,8 @@ def convert(obj: Mapping[str, Any], config: Config) -> ConversionResult:
     if where is Route.LIST and isinstance(obj.get("items"), list):
         return _convert_list(obj, config)
     if where is Route.DRA:
+        from dra_migrate.engine.dra.convert import convert_dra_object  # its readers only for DRA objects
+
         findings = Findings()
         converted, changed = convert_dra_object(obj, config.target, findings)
         return ConversionResult(converted, changed, [], findings.items)
@@ -144,9 +145,7 @@ def _convert_list(obj: dict[str, Any], config: Config) -> ConversionResult:
         findings.extend(
             Finding(f.severity, f.rule, f"{prefix}.{f.path}" if f.path else prefix, f.message) for f in result.findings
         )
-        conversions.extend(
-            dataclasses.replace(c, path=f"{prefix}.{c.path}" if c.path else prefix) for c in result.conversions
-        )
+        conversions.extend(c.under(prefix) for c in result.conversions)
         for template in result.templates:
             templates.setdefault((_namespace(template), template["metadata"]["name"]), template)
         extended.update((spec.resource, spec) for spec in result.extended)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from dra_migrate.engine.rules import check_rule
 from dra_migrate.engine.severity import Severity
@@ -13,15 +13,21 @@ PathParts = tuple[str | int, ...]  # a JSON path as keys and list indexes
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
+class _FindingFields(NamedTuple):
     severity: Severity
     rule: str
     path: str
     message: str
 
-    def __post_init__(self) -> None:
-        check_rule(self.rule, self.severity)
+
+class Finding(_FindingFields):
+    """One finding; its rule must be declared in engine.rules with this severity (else ValueError)."""
+
+    __slots__ = ()
+
+    def __new__(cls, severity: Severity, rule: str, path: str, message: str) -> Finding:
+        check_rule(rule, severity)
+        return super().__new__(cls, severity, rule, path, message)
 
     def as_dict(self) -> dict[str, str]:
         return {"severity": str(self.severity), "rule": self.rule, "path": self.path, "message": self.message}

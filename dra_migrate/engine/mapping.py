@@ -11,8 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from dra_migrate.engine.memo import cached_when_hashable
 
@@ -20,8 +19,7 @@ from dra_migrate.engine.memo import cached_when_hashable
 IMPLICIT_DEVICE_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
 
 
-@dataclass(frozen=True, slots=True)
-class OpaqueConfig:
+class OpaqueConfig(NamedTuple):
     driver: str
     parameters: Mapping[str, Any]
 
@@ -29,22 +27,45 @@ class OpaqueConfig:
         return {"driver": self.driver, "parameters": json.loads(json.dumps(self.parameters))}
 
 
-@dataclass(frozen=True, slots=True)
 class DeviceMapping:
-    """One entry of the mapping table, as written in a config file or built in."""
+    """One entry of the mapping table, as written in a config file or built in (`pattern` already
+    checked to compile: parse_config)."""
 
-    resource: str | None = None
-    pattern: str | None = None
-    device_class_name: str | None = None
-    selectors: tuple[str, ...] = ()
-    config: tuple[OpaqueConfig, ...] = ()
-    request_name: str | None = None
-    unconvertible: str | None = None
-    keeps_unconverted: tuple[str, ...] = ()
-    # CEL a DeviceClass needs to pick this mapping's devices (what the driver's own class selects);
-    # used for the DeviceClasses emitted for KEP-5004. Default: device.driver == "<deviceClassName>".
-    class_selectors: tuple[str, ...] = ()
-    compiled: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
+    __slots__ = (
+        "class_selectors",
+        "config",
+        "device_class_name",
+        "keeps_unconverted",
+        "pattern",
+        "request_name",
+        "resource",
+        "selectors",
+        "unconvertible",
+    )
+
+    def __init__(
+        self,
+        resource: str | None = None,
+        pattern: str | None = None,
+        device_class_name: str | None = None,
+        selectors: tuple[str, ...] = (),
+        config: tuple[OpaqueConfig, ...] = (),
+        request_name: str | None = None,
+        unconvertible: str | None = None,
+        keeps_unconverted: tuple[str, ...] = (),
+        class_selectors: tuple[str, ...] = (),
+    ) -> None:
+        self.resource = resource
+        self.pattern = pattern
+        self.device_class_name = device_class_name
+        self.selectors = selectors
+        self.config = config
+        self.request_name = request_name
+        self.unconvertible = unconvertible
+        self.keeps_unconverted = keeps_unconverted
+        # CEL a DeviceClass needs to pick this mapping's devices (what the driver's own class selects);
+        # used for the DeviceClasses emitted for KEP-5004. Default: device.driver == "<deviceClassName>".
+        self.class_selectors = class_selectors
 
     @property
     def key(self) -> str:
@@ -53,13 +74,12 @@ class DeviceMapping:
     def match(self, name: str) -> dict[str, str] | None:
         if self.resource is not None:
             return {} if name == self.resource else None
-        assert self.compiled is not None
-        found = self.compiled.fullmatch(name)
+        assert self.pattern is not None
+        found = re.fullmatch(self.pattern, name)  # re's cache holds the compiled pattern
         return None if found is None else {k: v for k, v in found.groupdict().items() if v is not None}
 
 
-@dataclass(frozen=True, slots=True)
-class DeviceRequestSpec:
+class DeviceRequestSpec(NamedTuple):
     """What a converted resource asks DRA for; equal specs share a ResourceClaimTemplate."""
 
     resource: str
@@ -89,11 +109,13 @@ def _identity(spec: DeviceRequestSpec) -> str:
     )
 
 
-@dataclass(frozen=True, slots=True)
 class Unconvertible:
-    resource: str
-    reason: str
-    keeps_unconverted: tuple[str, ...]
+    __slots__ = ("keeps_unconverted", "reason", "resource")
+
+    def __init__(self, resource: str, reason: str, keeps_unconverted: tuple[str, ...]) -> None:
+        self.resource = resource
+        self.reason = reason
+        self.keeps_unconverted = keeps_unconverted
 
 
 def _sub(template: str, captures: Mapping[str, str]) -> str:

@@ -24,7 +24,6 @@ class stay too, because no node serves one device both ways (KEP-5004, docs/dra-
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from dra_migrate.engine.config import Config
@@ -45,14 +44,20 @@ from dra_migrate.engine.templates import build_template
 MAX_DEVICES_PER_CLAIM = 32  # allocator limit per claim (docs/dra-api.md section 4, "Size limits")
 
 
-@dataclass(slots=True)
+# The records below are plain classes: creating dataclasses at import would cost the translator's
+# start about a millisecond each (their methods are compiled from generated source).
+
+
 class ContainerRef:
-    where: PathParts  # relative to the pod spec: ("containers", 0), or ("pytorch",) for a KServe model container
-    container: dict[str, Any]
-    init: bool
-    sidecar: bool
-    # Whole-claim entries of resources.claims, collected on first use: adding n claims stays linear.
-    claim_names: set[object] | None = None
+    __slots__ = ("claim_names", "container", "init", "sidecar", "where")
+
+    def __init__(self, where: PathParts, container: dict[str, Any], init: bool, sidecar: bool) -> None:
+        self.where = where  # relative to the pod spec: ("containers", 0), or ("pytorch",) for a KServe model container
+        self.container = container
+        self.init = init
+        self.sidecar = sidecar
+        # Whole-claim entries of resources.claims, collected on first use: adding n claims stays linear.
+        self.claim_names: set[object] | None = None
 
     @property
     def name(self) -> str:
@@ -63,30 +68,36 @@ class ContainerRef:
         return not self.init or self.sidecar
 
 
-@dataclass(slots=True)
 class DeviceNeed:
-    ref: ContainerRef
-    resource: str
-    count: int
-    spec: DeviceRequestSpec
+    __slots__ = ("count", "ref", "resource", "spec")
+
+    def __init__(self, ref: ContainerRef, resource: str, count: int, spec: DeviceRequestSpec) -> None:
+        self.ref = ref
+        self.resource = resource
+        self.count = count
+        self.spec = spec
 
 
-@dataclass(slots=True)
 class PodClaim:
-    name: str
-    template: str
-    count: int
+    __slots__ = ("count", "name", "template")
+
+    def __init__(self, name: str, template: str, count: int) -> None:
+        self.name = name
+        self.template = template
+        self.count = count
 
 
-@dataclass(slots=True)
 class PodConversion:
     """What converting one pod spec produced, for the caller to merge into its result."""
 
-    templates: dict[str, dict[str, Any]] = field(default_factory=dict)
-    changed: bool = False
-    # Names left to KEP-5004 by the migration strategy, with their mapping.
-    extended: dict[str, DeviceRequestSpec] = field(default_factory=dict)
-    conversions: list[Conversion] = field(default_factory=list)
+    __slots__ = ("changed", "conversions", "extended", "templates")
+
+    def __init__(self) -> None:
+        self.templates: dict[str, dict[str, Any]] = {}
+        self.changed = False
+        # Names left to KEP-5004 by the migration strategy, with their mapping.
+        self.extended: dict[str, DeviceRequestSpec] = {}
+        self.conversions: list[Conversion] = []
 
 
 def _containers(pod_spec: dict[str, Any], container_fields: tuple[str, ...]) -> list[ContainerRef]:
@@ -130,15 +141,17 @@ def _resource_maps(container: dict[str, Any]) -> tuple[dict[str, Any], dict[str,
     return (limits if isinstance(limits, dict) else {}), (requests if isinstance(requests, dict) else {})
 
 
-@dataclass(slots=True)
 class PodNeeds:
-    convert: list[DeviceNeed] = field(default_factory=list)
-    # DeviceClass -> "container: resource" that stays on the device plugin (companion or bad count).
-    kept: dict[str, list[str]] = field(default_factory=dict)
-    # Resource name -> the path the migration strategy chose for it in this pod spec.
-    routes: dict[str, Route] = field(default_factory=dict)
-    # Names left to KEP-5004, with their mapping (the DeviceClasses a caller may have to write).
-    extended: dict[str, DeviceRequestSpec] = field(default_factory=dict)
+    __slots__ = ("convert", "extended", "kept", "routes")
+
+    def __init__(self) -> None:
+        self.convert: list[DeviceNeed] = []
+        # DeviceClass -> "container: resource" that stays on the device plugin (companion or bad count).
+        self.kept: dict[str, list[str]] = {}
+        # Resource name -> the path the migration strategy chose for it in this pod spec.
+        self.routes: dict[str, Route] = {}
+        # Names left to KEP-5004, with their mapping (the DeviceClasses a caller may have to write).
+        self.extended: dict[str, DeviceRequestSpec] = {}
 
 
 def _route(

@@ -1,8 +1,11 @@
-"""The engine's output for one input object."""
+"""The engine's output for one input object.
+
+Plain classes rather than dataclasses: the translator imports them on every start, where creating
+a dataclass (its methods compiled from generated source) would cost about a millisecond each.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from dra_migrate.engine.findings import Finding
@@ -10,20 +13,28 @@ from dra_migrate.engine.mapping import DeviceRequestSpec
 from dra_migrate.engine.severity import Severity
 
 
-@dataclass(frozen=True, slots=True)
 class Conversion:
     """One container's device-plugin request that became claims: what the webhook reports and checks
     (quota, served names) without walking the pod again."""
 
-    path: str  # JSON path of the container's `resources`
-    container: str
-    resource: str  # the device-plugin name, e.g. nvidia.com/gpu
-    count: int
-    device_class_name: str
-    claims: tuple[str, ...]  # the pod claim names the container now uses
+    __slots__ = ("claims", "container", "count", "device_class_name", "path", "resource")
+
+    def __init__(
+        self, path: str, container: str, resource: str, count: int, device_class_name: str, claims: tuple[str, ...]
+    ) -> None:
+        self.path = path  # JSON path of the container's `resources`
+        self.container = container
+        self.resource = resource  # the device-plugin name, e.g. nvidia.com/gpu
+        self.count = count
+        self.device_class_name = device_class_name
+        self.claims = claims  # the pod claim names the container now uses
+
+    def under(self, prefix: str) -> Conversion:
+        """The same conversion, its path inside `prefix` (an item of a List)."""
+        path = f"{prefix}.{self.path}" if self.path else prefix
+        return Conversion(path, self.container, self.resource, self.count, self.device_class_name, self.claims)
 
 
-@dataclass(slots=True)
 class ConversionResult:
     """`object` is the converted object (the input itself when nothing changed; None when dropped).
 
@@ -34,14 +45,25 @@ class ConversionResult:
     `conversions` lists each device-plugin request that became claims, in the order converted.
     """
 
-    object: dict[str, Any] | None
-    changed: bool
-    templates: list[dict[str, Any]] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
-    # Device-plugin names the migration strategy left to KEP-5004, with their mapping (the
-    # DeviceClasses that must map them: build_device_class).
-    extended: list[DeviceRequestSpec] = field(default_factory=list)
-    conversions: list[Conversion] = field(default_factory=list)
+    __slots__ = ("changed", "conversions", "extended", "findings", "object", "templates")
+
+    def __init__(
+        self,
+        object: dict[str, Any] | None,
+        changed: bool,
+        templates: list[dict[str, Any]] | None = None,
+        findings: list[Finding] | None = None,
+        extended: list[DeviceRequestSpec] | None = None,
+        conversions: list[Conversion] | None = None,
+    ) -> None:
+        self.object = object
+        self.changed = changed
+        self.templates = [] if templates is None else templates
+        self.findings = [] if findings is None else findings
+        # Device-plugin names the migration strategy left to KEP-5004, with their mapping (the
+        # DeviceClasses that must map them: build_device_class).
+        self.extended = [] if extended is None else extended
+        self.conversions = [] if conversions is None else conversions
 
     @property
     def converted_resources(self) -> list[str]:

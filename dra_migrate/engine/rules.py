@@ -7,18 +7,18 @@ The README's table of rules is generated from this one (`rules_table`) and check
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from dra_migrate.engine.severity import Severity
 
 INFO, WARN, ERROR = Severity.INFO, Severity.WARNING, Severity.ERROR
 
 
-@dataclass(frozen=True, slots=True)
 class Rule:
-    id: str
-    severity: Severity
-    meaning: str
+    __slots__ = ("id", "meaning", "severity")
+
+    def __init__(self, id: str, severity: Severity, meaning: str) -> None:
+        self.id = id
+        self.severity = severity
+        self.meaning = meaning
 
 
 RULES: tuple[Rule, ...] = (

@@ -24,8 +24,7 @@ import enum
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from dra_migrate.engine.mapping import DeviceRequestSpec, OpaqueConfig
 from dra_migrate.engine.versions import Target
@@ -39,8 +38,7 @@ class Strategy(enum.StrEnum):
     EXTENDED_RESOURCE = "extendedResource"
 
 
-@dataclass(frozen=True, slots=True)
-class ServingClass:
+class ServingClass(NamedTuple):
     """A DeviceClass that maps an extended resource name (`spec.extendedResourceName`)."""
 
     name: str
@@ -73,11 +71,13 @@ class Path(enum.StrEnum):
     EXTENDED_RESOURCE = "extended-resource"
 
 
-@dataclass(frozen=True, slots=True)
 class Route:
-    path: Path
-    reason: str
-    warning: str | None = None  # a problem with the chosen path the user must act on
+    __slots__ = ("path", "reason", "warning")
+
+    def __init__(self, path: Path, reason: str, warning: str | None = None) -> None:
+        self.path = path
+        self.reason = reason
+        self.warning = warning  # a problem with the chosen path the user must act on
 
 
 def decide(

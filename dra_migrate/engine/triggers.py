@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from dra_migrate.engine.config import Config
 from dra_migrate.engine.mapping import DeviceRequestSpec, is_extended_resource
@@ -58,7 +57,6 @@ def route_for(api_version: object, kind: str, config: Config) -> Route:
     return Route.UNKNOWN
 
 
-@dataclass(frozen=True, slots=True)
 class TextTriggers:
     """For one configuration: what a workload's text must contain for `convert` to do anything.
 
@@ -68,10 +66,19 @@ class TextTriggers:
       so a name in the mapping table (or matching one of its patterns) is only a subset of them.
     """
 
-    field_names: tuple[str, ...]
-    resource_sections: tuple[str, ...]
-    device_name: Callable[[str], bool]
-    config: Config
+    __slots__ = ("config", "device_name", "field_names", "resource_sections")
+
+    def __init__(
+        self,
+        field_names: tuple[str, ...],
+        resource_sections: tuple[str, ...],
+        device_name: Callable[[str], bool],
+        config: Config,
+    ) -> None:
+        self.field_names = field_names
+        self.resource_sections = resource_sections
+        self.device_name = device_name
+        self.config = config
 
     def route(self, api_version: object, kind: str) -> Route:
         return route_for(api_version, kind, self.config)

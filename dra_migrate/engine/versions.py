@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from dra_migrate.engine import releases
 
@@ -15,9 +15,8 @@ class TargetVersionError(ValueError):
     pass
 
 
-@dataclass(frozen=True, order=True, slots=True)
-class Target:
-    """A Kubernetes minor release that converted manifests must be valid for."""
+class Target(NamedTuple):
+    """A Kubernetes minor release that converted manifests must be valid for (ordered by release)."""
 
     major: int
     minor: int

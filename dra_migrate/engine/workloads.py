@@ -8,21 +8,29 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 PathPart = str | int
 
 
-@dataclass(frozen=True, slots=True)
 class WorkloadKind:
-    api_group: str
-    kind: str
-    pod_spec_paths: tuple[str, ...]
-    # Kinds whose containers cannot be given pod-level claims (no pod spec): scanned and reported.
-    unsupported: str | None = None
-    # Keys of the pod spec that each hold one container (KServe model formats).
-    container_fields: tuple[str, ...] = ()
+    __slots__ = ("api_group", "container_fields", "kind", "pod_spec_paths", "unsupported")
+
+    def __init__(
+        self,
+        api_group: str,
+        kind: str,
+        pod_spec_paths: tuple[str, ...],
+        unsupported: str | None = None,
+        container_fields: tuple[str, ...] = (),
+    ) -> None:
+        self.api_group = api_group
+        self.kind = kind
+        self.pod_spec_paths = pod_spec_paths
+        # Kinds whose containers cannot be given pod-level claims (no pod spec): scanned and reported.
+        self.unsupported = unsupported
+        # Keys of the pod spec that each hold one container (KServe model formats).
+        self.container_fields = container_fields
 
 
 def _apps(kind: str) -> WorkloadKind:

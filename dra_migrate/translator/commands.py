@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import difflib
 import json
 import sys
 from collections.abc import Iterable, Iterator
@@ -191,7 +189,7 @@ class Run:
         owner = None
         if self.placement == "kustomization" and source.path is not None and source.root is not None:
             owner = self.index.owner(source.path, source.root)
-        options = dataclasses.replace(self.options, templates_inline=owner is None)
+        options = self.options._replace(templates_inline=owner is None)
         return self.registry.child(), options, owner
 
     # -- the steps of translator.runner ---------------------------------------------------
@@ -418,6 +416,8 @@ def run_diff(args: argparse.Namespace) -> int:
 
 
 def _write_diff(name: str, before: str, after: str, colour: bool) -> None:
+    import difflib  # only `diff` needs it
+
     lines = difflib.unified_diff(_diff_lines(before), _diff_lines(after), f"a/{name}", f"b/{name}")
     sys.stdout.writelines(_coloured(line) for line in lines) if colour else sys.stdout.writelines(lines)
 

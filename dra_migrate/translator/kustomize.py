@@ -8,7 +8,6 @@ reach them through the base.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +22,15 @@ _PATH_LISTS = ("resources", "components", "bases", "patchesStrategicMerge")
 _PATCH_LISTS = ("patches", "patchesJson6902")
 
 
-@dataclass(slots=True)
 class Kustomization:
-    path: Path  # the kustomization file
-    data: dict[str, Any]
-    text: str
-    files: set[Path] = field(default_factory=set)  # resolved files it lists (resources and patches)
-    directories: set[Path] = field(default_factory=set)  # resolved directories it lists
+    __slots__ = ("data", "directories", "files", "path", "text")
+
+    def __init__(self, path: Path, data: dict[str, Any], text: str) -> None:
+        self.path = path  # the kustomization file
+        self.data = data
+        self.text = text
+        self.files: set[Path] = set()  # resolved files it lists (resources and patches)
+        self.directories: set[Path] = set()  # resolved directories it lists
 
     @property
     def directory(self) -> Path:

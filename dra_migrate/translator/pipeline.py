@@ -14,8 +14,7 @@ from __future__ import annotations
 import json
 import marshal
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -38,38 +37,60 @@ from dra_migrate.translator.yamltext import Document, EditResult, dump_json_like
 _TEMPLATE_MARKERS = ("{{", "{%")
 
 
-@dataclass(slots=True)
+# Per-file and per-document records are plain classes: creating dataclasses at import would cost
+# the start of every run about a millisecond each (their methods are compiled from generated source).
+
+
 class DocumentReport:
-    index: int
-    kind: str | None = None
-    api_version: str | None = None
-    namespace: str | None = None
-    name: str | None = None
-    status: str = "unchanged"  # unchanged | changed | dropped | skipped
-    findings: list[Finding] = field(default_factory=list)
+    __slots__ = ("api_version", "findings", "index", "kind", "name", "namespace", "status")
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.kind: str | None = None
+        self.api_version: str | None = None
+        self.namespace: str | None = None
+        self.name: str | None = None
+        self.status = "unchanged"  # unchanged | changed | dropped | skipped
+        self.findings: list[Finding] = []
 
     @property
     def has_errors(self) -> bool:
         return any(f.severity is Severity.ERROR for f in self.findings)
 
 
-@dataclass(slots=True)
 class FileResult:
-    source: Source
-    original: str
-    text: str
-    documents: list[DocumentReport] = field(default_factory=list)
-    templates: list[dict[str, Any]] = field(default_factory=list)  # for --templates-file
-    extended: dict[str, DeviceRequestSpec] = field(default_factory=dict)  # names left to KEP-5004
-    templates_inline: int = 0  # how many were written next to their workloads
-    error: str | None = None
-    skipped: str | None = None
-    file_findings: list[Finding] = field(default_factory=list)  # about the file as a whole
-    # Between converting a YAML file and placing its templates (place_templates): each document's
-    # output text, the templates each document needs, and the templates the file already holds.
-    parts: list[str] = field(default_factory=list)
-    wanted: list[list[dict[str, Any]]] = field(default_factory=list)
-    existing: list[dict[str, Any]] = field(default_factory=list)
+    __slots__ = (
+        "documents",
+        "error",
+        "existing",
+        "extended",
+        "file_findings",
+        "original",
+        "parts",
+        "skipped",
+        "source",
+        "templates",
+        "templates_inline",
+        "text",
+        "wanted",
+    )
+
+    def __init__(self, source: Source, original: str, text: str, templates_inline: int = 0) -> None:
+        self.source = source
+        self.original = original
+        self.text = text
+        self.documents: list[DocumentReport] = []
+        self.templates: list[dict[str, Any]] = []  # for --templates-file
+        self.extended: dict[str, DeviceRequestSpec] = {}  # names left to KEP-5004
+        self.templates_inline = templates_inline  # how many were written next to their workloads
+        self.error: str | None = None
+        self.skipped: str | None = None
+        self.file_findings: list[Finding] = []  # about the file as a whole
+        # Between converting a YAML file and placing its templates (place_templates): each document's
+        # output text, the templates each document needs, and the templates the file already holds.
+        self.parts: list[str] = []
+        self.wanted: list[list[dict[str, Any]]] = []
+        self.existing: list[dict[str, Any]] = []
 
     @property
     def changed(self) -> bool:
@@ -84,11 +105,10 @@ class FileResult:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class RunOptions:
+class RunOptions(NamedTuple):
     config: Config
     # extendedResourceName -> every DeviceClass of the inputs that maps it, the scheduler's pick first.
-    input_classes: dict[str, list[ServingClass]] = field(default_factory=dict)
+    input_classes: dict[str, list[ServingClass]]
     templates_inline: bool = True  # False: templates go to --templates-file
     validate: bool = False
     prefilter: bool = True  # pass documents that cannot change through unparsed (translator.prefilter)
@@ -131,12 +151,20 @@ def _validate(report: DocumentReport, original: Any, objects: list[dict[str, Any
         )
 
 
-@dataclass(slots=True)
 class _Converted:
-    obj: Any
-    changed: bool
-    new_templates: list[dict[str, Any]]
-    extended: list[DeviceRequestSpec] = field(default_factory=list)
+    __slots__ = ("changed", "extended", "new_templates", "obj")
+
+    def __init__(
+        self,
+        obj: Any,
+        changed: bool,
+        new_templates: list[dict[str, Any]],
+        extended: list[DeviceRequestSpec] | None = None,
+    ) -> None:
+        self.obj = obj
+        self.changed = changed
+        self.new_templates = new_templates
+        self.extended = [] if extended is None else extended
 
 
 def _convert_document(obj: Any, report: DocumentReport, options: RunOptions) -> _Converted:

@@ -7,7 +7,6 @@ error that leaves the file's version in place.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
@@ -17,12 +16,14 @@ from dra_migrate.translator.registry import TemplateKey, describe_key, same_temp
 from dra_migrate.translator.yamltext import edit_document, kubeyaml
 
 
-@dataclass(slots=True)
 class Merged:
-    text: str
-    added: int = 0
-    conflicts: list[str] = field(default_factory=list)  # messages
-    error: str | None = None  # the existing file could not be read as YAML: nothing written
+    __slots__ = ("added", "conflicts", "error", "text")
+
+    def __init__(self, text: str, error: str | None = None) -> None:
+        self.text = text
+        self.added = 0
+        self.conflicts: list[str] = []  # messages
+        self.error = error  # the existing file could not be read as YAML: nothing written
 
 
 def existing_templates(text: str) -> dict[TemplateKey, dict[str, Any]]:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -36,12 +35,14 @@ from dra_migrate.translator.yamltext.kubeyaml import STR, go_resolve
 from dra_migrate.translator.yamltext.split import scan_document_starts
 
 
-@dataclass(frozen=True, slots=True)
 class Header:
     """apiVersion and kind of a document that passes through."""
 
-    api_version: str
-    kind: str
+    __slots__ = ("api_version", "kind")
+
+    def __init__(self, api_version: str, kind: str) -> None:
+        self.api_version = api_version
+        self.kind = kind
 
 
 # Where tags, anchors, aliases, explicit keys and the `=` scalar can start (after a blank or a
@@ -76,9 +77,10 @@ _FLOW_SEQ = rf"\[[ \t]*(?:{_FLOW_ITEM}(?:[ \t]*,[ \t]*{_FLOW_ITEM})*[ \t]*,?)?[ 
 _VALUE = rf"(?:{_PLAIN}|{_DQ}|{_SQ}|{_FLOW_SEQ})"
 _KEY = rf"(?P<key>[A-Za-z0-9_./-]+|{_DQ}|{_SQ})"
 _COMMENT = r"(?:[ \t]+#[^\n]*)?"
-_SAFE_LINE_PATTERN = (
-    rf"[ \t]*(?:#[^\n]*|(?:-[ \t]+)*(?:{_KEY}:(?:[ \t]+{_VALUE})?|-[ \t]+{_VALUE}){_COMMENT}[ \t]*)\r?"
-)
+_SAFE_LINE_PATTERN = rf"[ \t]*(?:#[^\n]*|(?:-[ \t]+)*(?:{_KEY}:(?:[ \t]+{_VALUE})?|-[ \t]+{_VALUE}){_COMMENT}[ \t]*)\r?"
+# The key a line starts with, as the safe-line pattern would take it: a device request's line is
+# refused without that large pattern (one GPU workload in a run need not compile it).
+_LEADING_KEY = re.compile(rf"[ \t]*(?:-[ \t]+)*{_KEY}:(?:[ \t]|\r?\Z)")
 
 
 @lru_cache(maxsize=1)
@@ -166,6 +168,9 @@ class Prefilter:
         return _all_exempt(unsafe, text)
 
     def _line_safe(self, line: str) -> bool:
+        lead = _LEADING_KEY.match(line)
+        if lead is not None and self.triggers.device_name(_unquote(lead.group("key"))):
+            return False
         found = _safe_line().fullmatch(line)
         if found is None:
             return False

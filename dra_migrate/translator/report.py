@@ -6,9 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-import textwrap
 from collections import Counter
-from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from dra_migrate.engine import Finding
@@ -38,17 +36,29 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
-@dataclass(slots=True)
 class RunSummary:
-    files: int = 0
-    files_changed: int = 0
-    files_skipped: int = 0
-    files_failed: int = 0  # could not be read or parsed at all
-    files_with_errors: int = 0  # failed, or something in them could not be converted
-    documents: int = 0
-    documents_changed: int = 0
-    templates: int = 0
-    severities: Counter[str] = field(default_factory=Counter)
+    __slots__ = (
+        "documents",
+        "documents_changed",
+        "files",
+        "files_changed",
+        "files_failed",
+        "files_skipped",
+        "files_with_errors",
+        "severities",
+        "templates",
+    )
+
+    def __init__(self) -> None:
+        self.files = 0
+        self.files_changed = 0
+        self.files_skipped = 0
+        self.files_failed = 0  # could not be read or parsed at all
+        self.files_with_errors = 0  # failed, or something in them could not be converted
+        self.documents = 0
+        self.documents_changed = 0
+        self.templates = 0
+        self.severities: Counter[str] = Counter()
 
     def add(self, result: FileResult, templates: int) -> None:
         self.files += 1
@@ -157,10 +167,10 @@ def _document_label(row: dict[str, Any]) -> str:
 class TextReport:
     """Problems grouped by file and object, wrapped to 100 columns:
 
-        deploy/app.yaml
-          Deployment ml/trainer (document 2)
-            error    invalid-quantity: 0.5 is not a whole number of devices ...
-                     at spec.template.spec.containers[0].resources.limits["nvidia.com/gpu"]
+    deploy/app.yaml
+      Deployment ml/trainer (document 2)
+        error    invalid-quantity: 0.5 is not a whole number of devices ...
+                 at spec.template.spec.containers[0].resources.limits["nvidia.com/gpu"]
     """
 
     def __init__(self, severities: tuple[str, ...]) -> None:
@@ -188,11 +198,17 @@ class TextReport:
             severity = paint(f"{row['severity']:<8}", row["severity"], colour)
             body = f"{row['rule']}: {row['message']}"
             hang = indent + " " * 9
-            lines = textwrap.wrap(body, WIDTH - len(hang), break_on_hyphens=False, break_long_words=False) or [""]
+            lines = _wrap(body, WIDTH - len(hang))
             stream.write(f"{indent}{severity} {lines[0]}\n")
             stream.writelines(f"{hang}{line}\n" for line in lines[1:])
             if row.get("path"):
                 stream.write(f"{hang}at {row['path']}\n")
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    import textwrap  # only a report with findings needs it
+
+    return textwrap.wrap(text, width, break_on_hyphens=False, break_long_words=False) or [""]
 
 
 class Progress:

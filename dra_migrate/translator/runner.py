@@ -16,7 +16,6 @@ import os
 import signal
 from collections import deque
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from dra_migrate.translator.inputs import InputTooLargeError, read_file
@@ -41,12 +40,14 @@ def default_jobs() -> int:
         return os.cpu_count() or 1
 
 
-@dataclass(frozen=True, slots=True)
 class Work:
     """What converting a YAML file needs, sent once to each worker when it starts."""
 
-    options: RunOptions
-    max_bytes: int
+    __slots__ = ("max_bytes", "options")
+
+    def __init__(self, options: RunOptions, max_bytes: int) -> None:
+        self.options = options
+        self.max_bytes = max_bytes
 
 
 class Steps(Protocol):
@@ -124,15 +125,24 @@ def _convert_chunk(source: Source, chunk: str, first_line: int) -> FileResult:
     return convert_unplaced(source, _worker_state, chunk, first_line)
 
 
-@dataclass(slots=True)
 class _Item:
     """One entry of the ordered queue: a ready result, a file for here, a large file, or a batch sent to a worker."""
 
-    ready: FileResult | None = None
-    here: Source | None = None
-    large: Source | None = None
-    batch: list[Source] | None = None
-    future: AsyncResult[list[FileResult]] | None = None
+    __slots__ = ("batch", "future", "here", "large", "ready")
+
+    def __init__(
+        self,
+        *,
+        ready: FileResult | None = None,
+        here: Source | None = None,
+        large: Source | None = None,
+        batch: list[Source] | None = None,
+    ) -> None:
+        self.ready = ready
+        self.here = here
+        self.large = large
+        self.batch = batch
+        self.future: AsyncResult[list[FileResult]] | None = None
 
 
 def _items(sources: Iterator[Source], steps: Steps) -> Iterator[_Item]:

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 
-import pathspec
+if TYPE_CHECKING:
+    import pathspec
 
 DEFAULT_INCLUDE = ("*.yaml", "*.yml", "*.json")
 STDIN = "-"
@@ -29,8 +30,7 @@ def display_path(path: Path) -> str:
     return str(path) if relative.startswith("..") else relative
 
 
-@dataclass(frozen=True, slots=True)
-class Source:
+class Source(NamedTuple):
     """One input: `path` is None for stdin; `relative` places the file under an output directory;
     `root` is the directory argument the file was found under (None for files named directly)."""
 
@@ -56,6 +56,8 @@ class Patterns:
 
     @staticmethod
     def _spec(root: Path, patterns: Sequence[str]) -> pathspec.GitIgnoreSpec:
+        import pathspec  # only directory arguments need it: a run over named files starts without it
+
         prefixes = {f"{root.as_posix().rstrip('/')}/", f"{os.path.normpath(root)}/".replace(os.sep, "/")}
         lines = []
         for pattern in patterns:

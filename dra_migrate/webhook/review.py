@@ -27,7 +27,6 @@ denial with code 500.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -153,7 +152,7 @@ class Reviewer:
         key = (target, self._extended.generation)
         if self._derived[0] == key:
             return self._derived[1]
-        config = with_served_classes(dataclasses.replace(self._config, target=target), self._extended.serving())
+        config = with_served_classes(self._config._replace(target=target), self._extended.serving())
         if self._policy.extended_resource_classes == "skip":  # deprecated: every served name, always
             config = without_resources(config, self._extended.current())
         self._derived = (key, config)

@@ -242,7 +242,7 @@ def document_texts(draw: st.DrawFn) -> str:
 
 
 def _full_path(text: str, config_name: str) -> FileResult:
-    options = RunOptions(config=CONFIGS[config_name], prefilter=False)
+    options = RunOptions(config=CONFIGS[config_name], input_classes={}, prefilter=False)
     return process(Source(Path("doc.yaml"), Path("doc.yaml")), text, TemplateRegistry(), options)
 
 
@@ -250,7 +250,7 @@ def _both_paths(text: str, config_name: str, validate: bool) -> tuple[FileResult
     """(without the prefilter, with it)"""
     results = []
     for prefilter in (False, True):
-        options = RunOptions(config=CONFIGS[config_name], prefilter=prefilter, validate=validate)
+        options = RunOptions(config=CONFIGS[config_name], input_classes={}, prefilter=prefilter, validate=validate)
         results.append(process(Source(Path("f.yaml"), Path("f.yaml")), text, TemplateRegistry(), options))
     return results[0], results[1]
 

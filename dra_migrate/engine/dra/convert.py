@@ -10,12 +10,10 @@ from dra_migrate.engine.dra.checks import check_claim_spec
 from dra_migrate.engine.dra.fit import fit_to_target
 from dra_migrate.engine.findings import Findings, PathParts
 from dra_migrate.engine.plain import plain_copy
-from dra_migrate.engine.releases import Release
 from dra_migrate.engine.versions import RESOURCE_GROUP, Target
 
 # The kinds converted between versions; DeviceTaintRule is only checked against what the target serves.
 CORE_KINDS = frozenset({"DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice"})
-_CLAIM_KINDS = ("ResourceClaim", "ResourceClaimTemplate")
 _RUNTIME_ONLY = {"PodSchedulingContext", "PodScheduling"}
 _FOLD_ONLY = {"ResourceClaimParameters", "ResourceClassParameters"}
 _CLASSIC_VERSIONS = ("v1alpha1", "v1alpha2")
@@ -72,27 +70,6 @@ def _read(obj: dict[str, Any], kind: str, version: str, findings: Findings) -> d
     return None
 
 
-def _written_flat(release: Release, version: str, kind: str) -> bool:
-    if kind in _CLAIM_KINDS:
-        return writers.flat_requests(release, version)
-    return kind == "ResourceSlice" and writers.basic_devices(release, version)
-
-
-def write_hub(hub: dict[str, Any], kind: str, target: Target) -> dict[str, Any]:
-    """A hub-form (v1) object in the version `target` serves, in that version's shape."""
-    version = target.api_version_for(kind)
-    out = {"apiVersion": f"{RESOURCE_GROUP}/{version}", **{k: v for k, v in hub.items() if k != "apiVersion"}}
-    if not _written_flat(target.release, version, kind):
-        return out
-    if kind == "ResourceClaimTemplate":
-        out["spec"] = {**out["spec"], "spec": writers.flatten_claim_spec(out["spec"]["spec"])}
-    elif kind == "ResourceClaim":
-        out["spec"] = writers.flatten_claim_spec(out["spec"])
-    elif kind == "ResourceSlice":
-        out["spec"] = writers.wrap_slice_devices(out["spec"])
-    return out
-
-
 def _check_device_taint_rule(version: str, target: Target, findings: Findings) -> None:
     kind = "DeviceTaintRule"
     release = target.release
@@ -137,7 +114,7 @@ def convert_dra_object(obj: dict[str, Any], target: Target, findings: Findings) 
         return obj, False
     if kind not in CORE_KINDS and kind != "ResourceClass":
         return obj, False
-    if kind in _CLAIM_KINDS:
+    if kind in writers.CLAIM_KINDS:
         check_claim_spec(_get(obj, _claim_spec_path(kind)), version, _claim_spec_path(kind), findings)
         if findings.has_errors:
             return obj, False
@@ -147,9 +124,9 @@ def convert_dra_object(obj: dict[str, Any], target: Target, findings: Findings) 
     out_kind = "DeviceClass" if kind == "ResourceClass" else kind
     same = version == target.api_version_for(out_kind) and kind == out_kind
     # Already in the target's version: kept as written, only fitted (empty fields the target lacks go).
-    written = plain_copy(obj) if same else write_hub(hub, out_kind, target)
+    written = plain_copy(obj) if same else writers.write_hub(hub, out_kind, target)
     written_version = str(written["apiVersion"]).rsplit("/", 1)[-1]
-    flat = _written_flat(target.release, written_version, out_kind)
+    flat = writers.written_flat(target.release, written_version, out_kind)
 
     def input_parts(parts: PathParts) -> PathParts:
         return parts if same or kind != out_kind else writers.input_path(parts, kind, flat, version)

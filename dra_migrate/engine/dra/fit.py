@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from dra_migrate.engine import releases
 from dra_migrate.engine.dra.unset import is_unset
@@ -24,8 +23,7 @@ from dra_migrate.engine.versions import RESOURCE_GROUP, Target
 _OUTSIDE_TYPES = frozenset({"apiVersion", "kind", "status"})
 
 
-@dataclass(frozen=True, slots=True)
-class _Visit:
+class _Visit(NamedTuple):
     parent: dict[str, Any]
     parts: PathParts
     struct: str
@@ -57,8 +55,7 @@ def _descend(value: Any, layers: tuple[str, ...], struct: str, types: Types, par
             yield from _descend(item, layers[1:], struct, types, (*parts, str(key)))
 
 
-@dataclass(frozen=True, slots=True)
-class Fitted:
+class Fitted(NamedTuple):
     ok: bool  # no set field is missing from the target's types
     dropped: bool  # empty fields the target lacks were removed
 

@@ -12,6 +12,9 @@ from typing import Any
 from dra_migrate.engine.findings import PathParts
 from dra_migrate.engine.plain import plain_copy
 from dra_migrate.engine.releases import Release
+from dra_migrate.engine.versions import RESOURCE_GROUP, Target
+
+CLAIM_KINDS = ("ResourceClaim", "ResourceClaimTemplate")
 
 _DEVICE_NAME = "name"
 _REQUEST_OWN = frozenset({"name", "exactly", "firstAvailable"})  # request fields outside `exactly`
@@ -82,3 +85,24 @@ def input_path(parts: PathParts, kind: str, written_flat: bool, input_version: s
     """A path in an object written in the flat (or hub) shape, as the same field's path in the input."""
     hub = _to_hub(parts, kind) if written_flat else parts
     return _from_hub(hub, kind) if input_version in _FLAT_READ_VERSIONS else hub
+
+
+def written_flat(release: Release, version: str, kind: str) -> bool:
+    if kind in CLAIM_KINDS:
+        return flat_requests(release, version)
+    return kind == "ResourceSlice" and basic_devices(release, version)
+
+
+def write_hub(hub: dict[str, Any], kind: str, target: Target) -> dict[str, Any]:
+    """A hub-form (v1) object in the version `target` serves, in that version's shape."""
+    version = target.api_version_for(kind)
+    out = {"apiVersion": f"{RESOURCE_GROUP}/{version}", **{k: v for k, v in hub.items() if k != "apiVersion"}}
+    if not written_flat(target.release, version, kind):
+        return out
+    if kind == "ResourceClaimTemplate":
+        out["spec"] = {**out["spec"], "spec": flatten_claim_spec(out["spec"]["spec"])}
+    elif kind == "ResourceClaim":
+        out["spec"] = flatten_claim_spec(out["spec"])
+    elif kind == "ResourceSlice":
+        out["spec"] = wrap_slice_devices(out["spec"])
+    return out

@@ -15,34 +15,40 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from dra_migrate.engine.releases import table
 
 _STAGE_NAMES = {"Alpha": "alpha", "Beta": "beta", "GA": "GA", "Deprecated": "deprecated"}
 
+# The records below are plain classes: every run imports this module, and a dataclass or NamedTuple
+# costs a fraction of a millisecond to create (its methods are generated), which adds up at start-up.
 
-@dataclass(frozen=True, slots=True)
+
 class Gate:
-    name: str
-    stage: str  # Alpha, Beta, GA or Deprecated
-    default: bool
-    locked: bool
+    __slots__ = ("default", "locked", "name", "stage")
+
+    def __init__(self, name: str, stage: str, default: bool, locked: bool) -> None:
+        self.name = name
+        self.stage = stage  # Alpha, Beta, GA or Deprecated
+        self.default = default
+        self.locked = locked
 
     def describe(self) -> str:
         state = "on" if self.default else "off"
         return f"{_STAGE_NAMES.get(self.stage, self.stage)}, {state} by default" + (", locked" if self.locked else "")
 
 
-@dataclass(frozen=True, slots=True)
 class Field:
     """One JSON field of an API struct."""
 
-    name: str
-    type: str  # a struct of the same version, or a scalar / external type name
-    shape: str  # "" value, "*" pointer, "[]" list, "map" map; composed outside in
-    gates: tuple[str, ...]
-    layers: tuple[str, ...]  # the list and map layers of `shape` (pointers are invisible in JSON)
+    __slots__ = ("gates", "layers", "name", "shape", "type")
+
+    def __init__(self, name: str, type: str, shape: str, gates: tuple[str, ...], layers: tuple[str, ...]) -> None:
+        self.name = name
+        self.type = type  # a struct of the same version, or a scalar / external type name
+        self.shape = shape  # "" value, "*" pointer, "[]" list, "map" map; composed outside in
+        self.gates = gates
+        self.layers = layers  # the list and map layers of `shape` (pointers are invisible in JSON)
 
 
 class Types:
@@ -89,13 +95,15 @@ OLDEST_MINOR = KNOWN_MINORS[0]
 NEWEST_MINOR = KNOWN_MINORS[-1]
 
 
-@dataclass(frozen=True, slots=True)
 class Release:
-    """One Kubernetes 1.x release as far as resource.k8s.io goes."""
+    """One Kubernetes 1.x release as far as resource.k8s.io goes (one object per release: `release`)."""
 
-    minor: int
-    source: str  # the table entry it reads, "1.37"
-    withdrawn: frozenset[tuple[str, str]]  # (API version, kind) not served although `source` serves it
+    __slots__ = ("minor", "source", "withdrawn")
+
+    def __init__(self, minor: int, source: str, withdrawn: frozenset[tuple[str, str]]) -> None:
+        self.minor = minor
+        self.source = source  # the table entry it reads, "1.37"
+        self.withdrawn = withdrawn  # (API version, kind) not served although `source` serves it
 
     @property
     def name(self) -> str:

@@ -7,38 +7,32 @@ ruamel fallback apply the very same change set.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 Path = tuple[Any, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Replace:
+class Replace(NamedTuple):
     path: Path
     value: Any
 
 
-@dataclass(frozen=True, slots=True)
-class RemoveKey:
+class RemoveKey(NamedTuple):
     path: Path  # the mapping
     key: Any
 
 
-@dataclass(frozen=True, slots=True)
-class AddKeys:
+class AddKeys(NamedTuple):
     path: Path  # the mapping; items are appended at its end, in `new`'s order
     items: tuple[tuple[Any, Any], ...]
 
 
-@dataclass(frozen=True, slots=True)
-class AppendItems:
+class AppendItems(NamedTuple):
     path: Path
     items: tuple[Any, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class RemoveItems:
+class RemoveItems(NamedTuple):
     path: Path
     indexes: tuple[int, ...]  # ascending
 

@@ -8,7 +8,6 @@ goes to the ruamel round trip, and one that fails too becomes a plain dump of `n
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import yaml
@@ -24,13 +23,21 @@ from dra_migrate.translator.yamltext.surgical import SurgicalEditor
 Method = Literal["surgical", "roundtrip", "rewrite"]
 
 
-@dataclass(frozen=True, slots=True)
 class EditResult:
-    text: str
-    method: Method
-    reason: str = ""  # why the surgical path was not used; empty when it was
-    # (line, text) of comments a fallback could not keep; the surgical path keeps every one it can
-    lost_comments: tuple[tuple[int, str], ...] = ()
+    __slots__ = ("lost_comments", "method", "reason", "text")
+
+    def __init__(
+        self,
+        text: str,
+        method: Method,
+        reason: str = "",
+        lost_comments: tuple[tuple[int, str], ...] = (),
+    ) -> None:
+        self.text = text
+        self.method = method
+        self.reason = reason  # why the surgical path was not used; empty when it was
+        # (line, text) of comments a fallback could not keep; the surgical path keeps every one it can
+        self.lost_comments = lost_comments
 
 
 def edit_document(doc_text: str, old: Any, new: Any) -> EditResult:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -30,18 +29,22 @@ _MARKER = re.compile(r"^(?:(---)|\.\.\.)(?=[ \t\r\n]|\Z)", re.M)
 _CONTENT = re.compile(r"^\ufeff?(?!%|(?:---|\.\.\.)(?:[ \t\r\n]|\Z))[ \t]*[^ \t\r\n#\ufeff]", re.M)
 
 
-@dataclass(frozen=True, slots=True)
 class Document:
-    text: str  # exact source, parseable on its own
-    start: int  # offsets of `text` in the stream
-    end: int
-    obj: Any  # what kubectl's reader makes of it (kubeyaml.KubeLoader)
+    __slots__ = ("end", "obj", "start", "text")
+
+    def __init__(self, text: str, start: int, end: int, obj: Any) -> None:
+        self.text = text  # exact source, parseable on its own
+        self.start = start  # offsets of `text` in the stream
+        self.end = end
+        self.obj = obj  # what kubectl's reader makes of it (kubeyaml.KubeLoader)
 
 
-@dataclass(frozen=True, slots=True)
 class Stream:
-    documents: tuple[Document, ...]
-    tail: str  # text outside every document: only for a stream without any
+    __slots__ = ("documents", "tail")
+
+    def __init__(self, documents: tuple[Document, ...], tail: str) -> None:
+        self.documents = documents
+        self.tail = tail  # text outside every document: only for a stream without any
 
     def join(self, texts: Iterable[str]) -> str:
         return "".join(texts) + self.tail

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from yaml.constructor import SafeConstructor
@@ -29,12 +28,14 @@ _DASH_PREFIX = re.compile(r"[ ]*(?:-[ ]+)+")  # `- ` (or `- - `) before a first 
 _ITEM_PREFIX = re.compile(r"[ ]*-[ ]+")
 
 
-@dataclass(frozen=True, slots=True)
 class _Edit:
-    start: int
-    end: int
-    text: str
-    depth: int  # at one position, deeper insertions go first (they end the inner block)
+    __slots__ = ("depth", "end", "start", "text")
+
+    def __init__(self, start: int, end: int, text: str, depth: int) -> None:
+        self.start = start
+        self.end = end
+        self.text = text
+        self.depth = depth  # at one position, deeper insertions go first (they end the inner block)
 
 
 Chain = list[tuple[Node, Node | None]]  # (node, its key node) from the root down
