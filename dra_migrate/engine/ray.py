@@ -22,12 +22,12 @@ from dra_migrate.engine.workloads import iter_path, parse_path
 # kind -> where the RayCluster spec sits (ray.io/v1)
 CLUSTER_SPECS = {"RayCluster": "spec", "RayJob": "spec.rayClusterSpec", "RayService": "spec.rayClusterConfig"}
 _CUSTOM_ACCELERATORS = {"aws.amazon.com/neuroncore": "neuron_cores", "google.com/tpu": "TPU"}
-_MIG = re.compile(r"nvidia\.com/mig-\d+g\.\d+gb")
+_MIG = r"nvidia\.com/mig-\d+g\.\d+gb"  # compiled by re on first use: only Ray clusters need it
 
 
 def _is_gpu(name: str) -> bool:
     """KubeRay's utils.IsGPUResourceKey."""
-    return name.endswith("gpu") or _MIG.search(name) is not None
+    return name.endswith("gpu") or re.search(_MIG, name) is not None
 
 
 def _groups(obj: dict[str, Any]) -> list[tuple[tuple[str | int, ...], dict[str, Any]]]:

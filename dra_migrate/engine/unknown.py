@@ -15,7 +15,8 @@ from typing import Any
 from dra_migrate.engine.findings import Finding, Findings, PathParts, json_path
 from dra_migrate.engine.mapping import DeviceRequestSpec, MappingTable
 
-_RESOURCE_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+# Compiled by re on first use: only kinds with no known pod specs are walked for it.
+_RESOURCE_NAME = r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?"
 MAX_PER_OBJECT = 10  # the first ones make the point; a report of thousands does not
 
 # (API group, kind) of objects that hold no pod resources, or whose names are handled elsewhere
@@ -46,7 +47,7 @@ def _mapped(value: Any, mappings: MappingTable) -> bool:
     return (
         isinstance(value, str)
         and len(value) <= 253
-        and _RESOURCE_NAME.fullmatch(value) is not None
+        and re.fullmatch(_RESOURCE_NAME, value) is not None
         and isinstance(mappings.resolve(value), DeviceRequestSpec)
     )
 

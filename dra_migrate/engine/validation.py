@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import re
 
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-_OPTIONAL_SYNTAX = re.compile(r"(\.|\[)\?")
+# Compiled by re on first use: only config files and --validate check values.
+_DNS_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+_OPTIONAL_SYNTAX = r"(\.|\[)\?"
 DNS_SUBDOMAIN_MAX = 253
 
 
@@ -21,7 +22,7 @@ def dns_subdomain_problem(value: str) -> str | None:
     """Why `value` is not a DNS subdomain (RFC 1123, as Kubernetes checks object names), or None."""
     if len(value) > DNS_SUBDOMAIN_MAX:
         return f"{value!r} is longer than {DNS_SUBDOMAIN_MAX} characters"
-    if not _DNS_SUBDOMAIN.fullmatch(value):
+    if not re.fullmatch(_DNS_SUBDOMAIN, value):
         return (
             f"{value!r} is not a DNS subdomain: lower-case letters, digits, '-' and '.', "
             "starting and ending with a letter or digit"
@@ -42,8 +43,8 @@ def _parse(expression: str) -> str | None:
 def cel_problem(expression: str) -> str | None:
     """The CEL syntax error in `expression` (position and message), or None when it parses."""
     error = _parse(expression)
-    if error is not None and _OPTIONAL_SYNTAX.search(expression):
-        error = _parse(_OPTIONAL_SYNTAX.sub(lambda m: m.group(1), expression))
+    if error is not None and re.search(_OPTIONAL_SYNTAX, expression):
+        error = _parse(re.sub(_OPTIONAL_SYNTAX, lambda m: m.group(1), expression))
     if error is None:
         return None
     detail = error.split("ERROR: <input>:", 1)[-1].split("\n", 1)[0].strip()

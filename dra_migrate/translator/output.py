@@ -10,15 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import tempfile
 from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
 from dra_migrate.translator.inputs import newline_of
-
-EXIT_TERMINATED = 128 + signal.SIGTERM
 
 _pending: set[Path] = set()  # temporary files not yet renamed into place
 
@@ -26,11 +22,13 @@ _pending: set[Path] = set()  # temporary files not yet renamed into place
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     for temporary in list(_pending):
         temporary.unlink(missing_ok=True)
-    raise SystemExit(EXIT_TERMINATED)  # unwinds through write_atomic's cleanup too
+    raise SystemExit(128 + signum)  # the shell's code for the signal; unwinds through write_atomic's cleanup too
 
 
 def install_signal_cleanup() -> None:
     """SIGTERM ends the run like Ctrl-C does: through Python, so no temporary file stays behind."""
+    import signal  # only runs that write files need it (its import builds enums: milliseconds)
+
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _on_sigterm)
 
@@ -38,6 +36,8 @@ def install_signal_cleanup() -> None:
 def write_atomic(path: Path, text: str, durable: bool = True) -> None:
     """Temporary file + rename. `durable` also fsyncs: for rewriting sources in place, where a power
     loss must not cost the user's file; a fresh output tree can be regenerated, so it skips that cost."""
+    import tempfile  # only runs that write files need it
+
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

@@ -6,20 +6,21 @@ import json
 import re
 from typing import Any
 
-_FIRST_INDENT = re.compile(r"[\[{][ \t]*\r?\n([ \t]+)\S")
-_ITEM_SEPARATOR = re.compile(r",([ \t]*)\S")
-_KEY_SEPARATOR = re.compile(r'"[ \t]*:([ \t]*)\S')
+# Compiled by re on first use: only JSON inputs need them.
+_FIRST_INDENT = r"[\[{][ \t]*\r?\n([ \t]+)\S"
+_ITEM_SEPARATOR = r",([ \t]*)\S"
+_KEY_SEPARATOR = r'"[ \t]*:([ \t]*)\S'
 
 
 def dump_json_like(original_text: str, new: Any) -> str:
     body = original_text.lstrip("\ufeff")
     nl = "\r\n" if "\r\n" in body else "\n"
-    match = _FIRST_INDENT.search(body)
+    match = re.search(_FIRST_INDENT, body)
     indent: str | None = match.group(1) if match else None
-    key_match = _KEY_SEPARATOR.search(body)
+    key_match = re.search(_KEY_SEPARATOR, body)
     key_sep = ":" + (key_match.group(1) if key_match else " ")
     if indent is None:
-        item_match = _ITEM_SEPARATOR.search(body)
+        item_match = re.search(_ITEM_SEPARATOR, body)
         item_sep = "," + (item_match.group(1) if item_match else " ")
     else:
         item_sep = ","
