@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import signal
 from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Protocol
@@ -106,6 +105,8 @@ _worker_state: Work | None = None
 
 
 def _init_worker(work: Work) -> None:
+    import signal  # workers only: its import builds enums, milliseconds of a one-file run's start
+
     global _worker_state
     _worker_state = work
     # A forked worker inherits the run's SIGTERM handler (it removes temporary files, which a
