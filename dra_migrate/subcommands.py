@@ -1,8 +1,9 @@
-"""Subcommands whose arguments are added only when one of them is run.
+"""Subcommands whose parsers are made only when one of them is run.
 
-Every `dra-migrate` start builds the parsers of every part (translator, webhook, certs), and a run
-uses one subcommand. argparse makes a help formatter for each argument it adds, so adding all of
-them would cost each start several milliseconds; only names, help and descriptions are added up front.
+Every `dra-migrate` start registers the subcommands of every part (translator, webhook, certs), and
+a run uses one. Making a parser and adding arguments is not free in argparse (a help formatter per
+argument, message catalogue lookups per parser), so only names and help are registered up front:
+the parser of the subcommand being run is made when argparse reaches it.
 """
 
 from __future__ import annotations
@@ -24,19 +25,28 @@ class Subcommands(_SubParsers):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._pending: dict[str, Arguments] = {}
+        self._pending: dict[str, tuple[Arguments, dict[str, Any]]] = {}
+        self._names: dict[str, Any] = {}  # every subcommand, made or not, in order: what argparse accepts
+        self.choices = self._names
 
     def add_command(self, name: str, arguments: Arguments, **kwargs: Any) -> None:
         """A subcommand (`kwargs` as for add_parser); `arguments` adds its arguments and handler."""
-        self.add_parser(name, **kwargs)
-        self._pending[name] = arguments
+        if "help" in kwargs:  # listed in the parent's help as add_parser would, in the same order
+            self._choices_actions.append(self._ChoicesPseudoAction(name, (), kwargs.pop("help")))
+        self._names[name] = None
+        self._pending[name] = (arguments, kwargs)
 
     def complete(self, *names: str) -> None:
-        """Add the arguments of the named subcommands, or of all of them (shell completion reads them all)."""
+        """Make the parsers of the named subcommands, or of all of them (shell completion reads them all)."""
         for name in names or list(self._pending):
-            arguments = self._pending.pop(name, None)
-            if arguments is not None:
-                arguments(self._name_parser_map[name])
+            pending = self._pending.pop(name, None)
+            if pending is not None:
+                arguments, kwargs = pending
+                arguments(self.add_parser(name, **kwargs))
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        self._names[name] = None
+        return super().add_parser(name, **kwargs)
 
     def __call__(
         self,
@@ -46,5 +56,5 @@ class Subcommands(_SubParsers):
         option_string: str | None = None,
     ) -> None:
         if isinstance(values, list) and values:
-            self.complete(values[0])  # the subcommand being run: its arguments, before they are parsed
+            self.complete(values[0])  # the subcommand being run, before argparse hands it the rest
         super().__call__(parser, namespace, values, option_string)
