@@ -96,9 +96,17 @@ def _definitions(schema_dir: str) -> tuple[Registry[Any], Compiler]:
     return registry, Compiler(contents)
 
 
+# A kind and an apiVersion (group/version or a core version) as the API server accepts them: DNS
+# subdomain group, DNS-1035 label version.
+_KIND = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+_API_VERSION = re.compile(r"(?:[a-z0-9](?:[-a-z0-9.]*[a-z0-9])?/)?[a-z](?:[-a-z0-9]*[a-z0-9])?")
+
+
 @functools.cache
 def kind_schema(schema_dir: str, kind: str, api_version: str) -> KindSchema | None:
     """The compiled schema of one kind (None when the release has no schema for it)."""
+    if not (_KIND.fullmatch(kind) and _API_VERSION.fullmatch(api_version)):
+        return None  # no schema file has such a name (and it must not reach a file path)
     # rbac.authorization.k8s.io/v1 -> rbac-v1, as kubernetes-validate names its files
     file_version = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
     try:

@@ -129,3 +129,19 @@ def test_kubernetes_cel_extensions_are_accepted() -> None:
     for mapping in default_config().mappings.entries:
         for selector in mapping.selectors:
             assert cel_problem(selector.replace("${", "x").replace("}", "")) is None, selector
+
+
+def test_validate_handles_a_malformed_api_version_or_kind_without_an_internal_error(
+    run_cli: Runner, tmp_path: Path
+) -> None:
+    """An apiVersion or kind no schema file can have ("/apps/v1", "../x") is not looked up as a path."""
+    path = tmp_path / "odd.yaml"
+    path.write_text(
+        "apiVersion: /apps/v1\nkind: Deployment\nmetadata: {name: a}\n---\n"
+        "apiVersion: apps/v1\nkind: ../deployment--apps/v1\nmetadata: {name: b}\n"
+    )
+    plain = run_cli("convert", "--report", "json", str(path))
+    checked = run_cli("convert", "--validate", "--report", "json", str(path))
+    assert "internal error" not in checked.stderr
+    assert checked.code == plain.code
+    assert checked.stdout == path.read_text()
