@@ -6,7 +6,9 @@ those, so equal requests share a template across workloads and different ones ne
 
 from __future__ import annotations
 
+import functools
 import json
+import marshal
 from typing import Any
 
 from dra_migrate.engine.mapping import DeviceRequestSpec
@@ -75,8 +77,21 @@ def spec_key(template: dict[str, Any]) -> str:
     Short enough to keep for every template of a cluster instead of the template itself.
     """
     outer = template.get("spec")
-    outer = outer if isinstance(outer, dict) else {}
-    return json.dumps(_with_defaults(outer.get("spec")), sort_keys=True, separators=(",", ":"), default=str)
+    claim = outer.get("spec") if isinstance(outer, dict) else None
+    try:
+        # the webhook asks for the key of the same few templates in every review
+        return _spec_key_of_marshalled(marshal.dumps(claim))
+    except ValueError:  # a value marshal does not know (a YAML timestamp): not cached
+        return _spec_key_text(claim)
+
+
+@functools.lru_cache(maxsize=1024)
+def _spec_key_of_marshalled(claim: bytes) -> str:
+    return _spec_key_text(marshal.loads(claim))
+
+
+def _spec_key_text(claim: Any) -> str:
+    return json.dumps(_with_defaults(claim), sort_keys=True, separators=(",", ":"), default=str)
 
 
 def spec_matches(existing: dict[str, Any], desired: dict[str, Any]) -> bool:

@@ -20,7 +20,9 @@ Operation = dict[str, Any]
 
 
 def _escape(key: str) -> str:
-    return key.replace("~", "~0").replace("/", "~1")
+    if "~" in key or "/" in key:
+        return key.replace("~", "~0").replace("/", "~1")
+    return key
 
 
 def _same(old: Any, new: Any) -> bool:
@@ -47,23 +49,23 @@ def _prefixed(operations: list[Operation], pointer: str) -> list[Operation]:
 
 
 def _diff(old: Any, new: Any, pointer: str, out: list[Operation]) -> None:
-    if _same(old, new):
-        return
+    """Operations for two values that are not the same (`_same`); equal children are skipped
+    before their path is even built, since most of a pod is left as it was."""
     if isinstance(old, dict) and isinstance(new, dict):
         for key in old:
             if key not in new:
                 out.append({"op": "remove", "path": f"{pointer}/{_escape(key)}"})
         for key, value in new.items():
-            path = f"{pointer}/{_escape(key)}"
-            if key in old:
-                _diff(old[key], value, path, out)
-            else:
-                out.append({"op": "add", "path": path, "value": value})
+            if key not in old:
+                out.append({"op": "add", "path": f"{pointer}/{_escape(key)}", "value": value})
+            elif not _same(before := old[key], value):
+                _diff(before, value, f"{pointer}/{_escape(key)}", out)
         return
     if isinstance(old, list) and isinstance(new, list):
         if len(old) == len(new):
             for index, (before, after) in enumerate(zip(old, new, strict=True)):
-                _diff(before, after, f"{pointer}/{index}", out)
+                if not _same(before, after):
+                    _diff(before, after, f"{pointer}/{index}", out)
         else:
             out.extend(_prefixed(jsonpatch.make_patch(old, new).patch, pointer))
         return
@@ -73,5 +75,6 @@ def _diff(old: Any, new: Any, pointer: str, out: list[Operation]) -> None:
 def make_patch(original: dict[str, Any], converted: dict[str, Any]) -> list[Operation]:
     """Operations that, applied to `original`, give exactly `converted`."""
     out: list[Operation] = []
-    _diff(original, converted, "", out)
+    if not _same(original, converted):
+        _diff(original, converted, "", out)
     return out
