@@ -28,6 +28,7 @@ from dra_migrate.engine.mapping import (
     Unconvertible,
     is_extended_resource,
 )
+from dra_migrate.engine.memo import cached_by_marshal
 from dra_migrate.engine.podspec import resource_entries
 from dra_migrate.engine.quota import REQUESTS_PREFIX, claim_quota_keys, class_quota_name
 from dra_migrate.engine.result import Conversion, ConversionResult
@@ -72,6 +73,7 @@ __all__ = [
     "Unconvertible",
     "build_device_class",
     "build_template",
+    "cached_by_marshal",
     "cel_problem",
     "claim_quota_keys",
     "class_quota_name",

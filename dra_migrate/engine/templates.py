@@ -6,13 +6,11 @@ those, so equal requests share a template across workloads and different ones ne
 
 from __future__ import annotations
 
-import functools
 import json
-import marshal
 from typing import Any
 
 from dra_migrate.engine.mapping import DeviceRequestSpec
-from dra_migrate.engine.memo import cached_when_hashable
+from dra_migrate.engine.memo import cached_by_marshal, cached_when_hashable
 from dra_migrate.engine.names import short_hash, to_label
 
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
@@ -77,20 +75,11 @@ def spec_key(template: dict[str, Any]) -> str:
     Short enough to keep for every template of a cluster instead of the template itself.
     """
     outer = template.get("spec")
-    claim = outer.get("spec") if isinstance(outer, dict) else None
-    try:
-        # the webhook asks for the key of the same few templates in every review
-        return _spec_key_of_marshalled(marshal.dumps(claim))
-    except ValueError:  # a value marshal does not know (a YAML timestamp): not cached
-        return _spec_key_text(claim)
+    return _claim_spec_key(outer.get("spec") if isinstance(outer, dict) else None)
 
 
-@functools.lru_cache(maxsize=1024)
-def _spec_key_of_marshalled(claim: bytes) -> str:
-    return _spec_key_text(marshal.loads(claim))
-
-
-def _spec_key_text(claim: Any) -> str:
+@cached_by_marshal(maxsize=1024)  # the webhook asks for the key of the same few templates in every review
+def _claim_spec_key(claim: Any) -> str:
     return json.dumps(_with_defaults(claim), sort_keys=True, separators=(",", ":"), default=str)
 
 

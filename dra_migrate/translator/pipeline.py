@@ -12,7 +12,6 @@ one-by-one run gives them (translator.runner).
 from __future__ import annotations
 
 import json
-import marshal
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
@@ -24,6 +23,7 @@ from dra_migrate.engine import (
     Finding,
     ServingClass,
     Severity,
+    cached_by_marshal,
     convert,
     device_class_name,
 )
@@ -239,23 +239,10 @@ def dump_documents(objs: Iterable[Any]) -> str:
     return "".join(f"---\n{_dumped(obj)}" for obj in objs)
 
 
-# Equal templates are placed in many files of a tree (one per file that needs them); each is dumped
-# once. The key is the object's exact marshal form (types, values and key order: all a dump reads).
-_DUMPS: dict[bytes, str] = {}
-_MAX_DUMPS = 1024
-
-
+# Equal templates are placed in many files of a tree (one per file that needs them); each is dumped once.
+@cached_by_marshal(maxsize=1024)
 def _dumped(obj: Any) -> str:
-    try:
-        key = marshal.dumps(obj)
-    except ValueError:  # a value marshal does not know (only parsed input has such): not kept
-        return kubeyaml.dump(obj)
-    text = _DUMPS.get(key)
-    if text is None:
-        text = kubeyaml.dump(obj)
-        if len(_DUMPS) < _MAX_DUMPS:
-            _DUMPS[key] = text
-    return text
+    return kubeyaml.dump(obj)
 
 
 def _template_documents(templates: list[dict[str, Any]], text: str, nl: str) -> str:
