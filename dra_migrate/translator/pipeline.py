@@ -29,7 +29,7 @@ from dra_migrate.engine import (
 )
 from dra_migrate.translator import limits
 from dra_migrate.translator.inputs import newline_of
-from dra_migrate.translator.prefilter import Header, WholeStreamNeeded, passing_documents, prefilter_for
+from dra_migrate.translator.prefilter import Header, WholeStreamNeeded, load_document, passing_documents, prefilter_for
 from dra_migrate.translator.registry import Claim, TemplateRegistry, template_conflict
 from dra_migrate.translator.sources import Source
 from dra_migrate.translator.yamltext import Document, EditResult, dump_json_like, edit_document, kubeyaml, split_stream
@@ -331,13 +331,7 @@ def _pass_through(text: str, header: Header, report: DocumentReport, options: Ru
     """
     report.kind, report.api_version = header.kind, header.api_version
     if options.validate:
-        try:
-            values = kubeyaml.load_all_quick(text)
-        except (yaml.YAMLError, ValueError, RecursionError) as exc:
-            raise WholeStreamNeeded from exc
-        if len(values) != 1:
-            raise WholeStreamNeeded
-        obj = values[0]
+        obj = load_document(text)
         _describe(report, obj)
         _validate(report, obj, [obj], options)
 

@@ -401,13 +401,19 @@ def passing_documents(text: str, prefilter: Prefilter, parse: bool = True) -> It
         if header is not None:
             yield Document(piece, start, end, header)
             continue
-        try:
-            values = kubeyaml.load_all(piece)
-        except (yaml.YAMLError, ValueError, RecursionError) as exc:
-            raise WholeStreamNeeded from exc
-        if len(values) != 1:
-            raise WholeStreamNeeded
-        yield Document(piece, start, end, values[0])
+        yield Document(piece, start, end, load_document(piece))
+
+
+def load_document(text: str) -> Any:
+    """The value of `text`, one document of a stream read on its own; WholeStreamNeeded when it does
+    not load, or is not exactly one document."""
+    try:
+        values = kubeyaml.load_all_quick(text)
+    except (yaml.YAMLError, ValueError, RecursionError) as exc:
+        raise WholeStreamNeeded from exc
+    if len(values) != 1:
+        raise WholeStreamNeeded
+    return values[0]
 
 
 def documents_mentioning(text: str, needles: tuple[str, ...]) -> Iterator[Any]:
