@@ -218,11 +218,10 @@ def first_with_field(version: str, struct: str, field: str, after: int) -> int |
 
 @functools.lru_cache(maxsize=512)  # a few releases times the gates the engine asks about, per review
 def _gate_on(source: str, name: str) -> bool:
-    spec = table.GATES[source].get(name)
-    if spec is not None:
-        return Gate(name, *spec).default
+    """The default of the newest release up to `source` that lists the gate."""
     for minor in reversed(KNOWN_MINORS):
-        older = table.GATES[f"1.{minor}"].get(name)
-        if minor < _minor(source) and older is not None:
-            return older[1]
+        spec = table.GATES[f"1.{minor}"].get(name)
+        if minor <= _minor(source) and spec is not None:
+            _stage, default, _locked = spec
+            return default
     return False
