@@ -44,8 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Move device-plugin workloads to Kubernetes Dynamic Resource Allocation.",
     )
     parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
-    subcommands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", action=Subcommands)
-    assert isinstance(subcommands, Subcommands)
+    subcommands = Subcommands.of(parser, dest="command", required=True, metavar="COMMAND")
     translator_cli.register(subcommands)
     webhook_cli.register(subcommands)
     certs_cli.register(subcommands)

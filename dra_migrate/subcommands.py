@@ -21,7 +21,14 @@ else:  # generic only in the type stubs
 
 
 class Subcommands(_SubParsers):
-    """`parser.add_subparsers(action=Subcommands, ...)`, then `add_command` for each subcommand."""
+    """`Subcommands.of(parser, ...)`, then `add_command` for each subcommand."""
+
+    @classmethod
+    def of(cls, parser: argparse.ArgumentParser, **kwargs: Any) -> Subcommands:
+        """`parser.add_subparsers(**kwargs)` made of this class (dest, required, metavar, ...)."""
+        subcommands = parser.add_subparsers(action=cls, **kwargs)
+        assert isinstance(subcommands, cls)
+        return subcommands
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -19,9 +19,7 @@ from dra_migrate.webhook.cli import register, run_server  # noqa: E402
 
 def main() -> int:
     parser = argparse.ArgumentParser(prog="dra-migrate")
-    subcommands = parser.add_subparsers(dest="command", required=True, action=Subcommands)
-    assert isinstance(subcommands, Subcommands)
-    register(subcommands)
+    register(Subcommands.of(parser, dest="command", required=True))
     return run_server(parser.parse_args(["serve", *sys.argv[1:]]))
 
 

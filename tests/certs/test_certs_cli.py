@@ -21,9 +21,7 @@ ERROR_PREFIX = "dra-migrate certs generate: error: "
 def run(argv: list[str]) -> int:
     # The same wiring as dra_migrate/cli.py, without depending on the other parts.
     parser = argparse.ArgumentParser(prog="dra-migrate")
-    subcommands = parser.add_subparsers(dest="command", required=True, action=Subcommands)
-    assert isinstance(subcommands, Subcommands)
-    cli.register(subcommands)
+    cli.register(Subcommands.of(parser, dest="command", required=True))
     args = parser.parse_args(argv)
     code: int = args.handler(args)
     return code
