@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from translator_cli_support import Runner
+from translator_cli_support import CliResult, Runner
 
 from dra_migrate.engine import cel_problem, default_config
 
@@ -46,6 +46,12 @@ mappings:
 - pattern: 'vendor\\.com/(?P<model>[A-Za-z]+)'
   deviceClassName: '${model}.vendor.com'
 """
+
+
+def _without_and_with_validate(run_cli: Runner, path: Path) -> tuple[CliResult, CliResult]:
+    """`convert --report json` of `path`, then the same with --validate."""
+    plain = run_cli("convert", "--report", "json", str(path))
+    return plain, run_cli("convert", "--validate", "--report", "json", str(path))
 
 
 def _rows(stderr: str) -> list[dict[str, str]]:
@@ -95,8 +101,7 @@ def test_validate_reports_a_document_that_does_not_parse_as_convert_does(run_cli
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata:\n  k: v\n---\n"
         "apiVersion: v1\nkind: ConfigMap\ndata:\n  a: b\n c: d\n"
     )
-    plain = run_cli("convert", "--report", "json", str(path))
-    checked = run_cli("convert", "--validate", "--report", "json", str(path))
+    plain, checked = _without_and_with_validate(run_cli, path)
     assert plain.code == checked.code == 2
     assert json.loads(checked.stderr) == json.loads(plain.stderr)
     assert [f["message"] for f in json.loads(checked.stderr)["findings"]] == [
@@ -140,8 +145,7 @@ def test_validate_handles_a_malformed_api_version_or_kind_without_an_internal_er
         "apiVersion: /apps/v1\nkind: Deployment\nmetadata: {name: a}\n---\n"
         "apiVersion: apps/v1\nkind: ../deployment--apps/v1\nmetadata: {name: b}\n"
     )
-    plain = run_cli("convert", "--report", "json", str(path))
-    checked = run_cli("convert", "--validate", "--report", "json", str(path))
+    plain, checked = _without_and_with_validate(run_cli, path)
     assert "internal error" not in checked.stderr
     assert checked.code == plain.code
     assert checked.stdout == path.read_text()
