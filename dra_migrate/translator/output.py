@@ -36,14 +36,11 @@ def install_signal_cleanup() -> None:
 def write_atomic(path: Path, text: str, durable: bool = True) -> None:
     """Temporary file + rename. `durable` also fsyncs: for rewriting sources in place, where a power
     loss must not cost the user's file; a fresh output tree can be regenerated, so it skips that cost."""
-    import tempfile  # only runs that write files need it
-
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    temporary = Path(name)
-    _pending.add(temporary)
+    temporary = _temporary_beside(path)
     try:
+        fd = _create_exclusive(temporary)
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
             if durable:
@@ -51,11 +48,28 @@ def write_atomic(path: Path, text: str, durable: bool = True) -> None:
                 os.fsync(handle.fileno())
         temporary.chmod(mode)
         temporary.replace(path)
+    except FileExistsError:  # another process took the name between the check and the open: its file
+        raise
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
     finally:
         _pending.discard(temporary)
+
+
+def _temporary_beside(path: Path) -> Path:
+    """A fresh temporary name next to `path`, registered for the signal cleanup before the file
+    exists: a signal arriving at any point after creation finds it (mkstemp left a window between
+    creating the file and returning its name)."""
+    while True:
+        temporary = path.parent / f".{path.name}.{os.urandom(6).hex()}.tmp"
+        if not temporary.exists():
+            _pending.add(temporary)
+            return temporary
+
+
+def _create_exclusive(temporary: Path) -> int:
+    return os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
 
 
 class StdoutWriter:

@@ -59,8 +59,10 @@ def test_signal_during_in_place_write_leaves_no_temporary_file(tmp_path: Path, s
     tree = tmp_path / "tree"
     tree.mkdir()
     (tree / "pod.yaml").write_text(GPU_POD)
-    # a slow disk: fsync blocks, so the signal arrives while the temporary file exists
-    slow = "import os, time\nos.fsync = lambda fd: time.sleep(60)"
+    # A slow disk: fsync blocks, so the signal arrives while the temporary file exists. It sleeps in
+    # short slices: a signal that lands just before one long sleep starts is only handled when it
+    # ends (CPython checks for signals between bytecodes and on EINTR), and the test would time out.
+    slow = "import os, time\nos.fsync = lambda fd: [time.sleep(0.05) for _ in range(1200)]"
     process = subprocess.Popen(_cli("convert", "--in-place", str(tree), code=slow), stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
     while not _tmp_files(tree):
