@@ -54,6 +54,12 @@ def _tmp_files(tree: Path) -> list[Path]:
     return list(tree.glob(".*.tmp"))
 
 
+def _interruptible() -> None:
+    """Ctrl-C as in a foreground shell: a suite started in the background (`make test &`) has
+    SIGINT ignored, the child would inherit that, and Python keeps an inherited SIG_IGN."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_signal_during_in_place_write_leaves_no_temporary_file(tmp_path: Path, signum: int, code: int) -> None:
     tree = tmp_path / "tree"
@@ -63,7 +69,11 @@ def test_signal_during_in_place_write_leaves_no_temporary_file(tmp_path: Path, s
     # short slices: a signal that lands just before one long sleep starts is only handled when it
     # ends (CPython checks for signals between bytecodes and on EINTR), and the test would time out.
     slow = "import os, time\nos.fsync = lambda fd: [time.sleep(0.05) for _ in range(1200)]"
-    process = subprocess.Popen(_cli("convert", "--in-place", str(tree), code=slow), stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        _cli("convert", "--in-place", str(tree), code=slow),
+        stderr=subprocess.PIPE,
+        preexec_fn=_interruptible,
+    )
     deadline = time.monotonic() + 60
     while not _tmp_files(tree):
         assert process.poll() is None and time.monotonic() < deadline, "no temporary file appeared"
