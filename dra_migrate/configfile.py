@@ -25,11 +25,11 @@ class Settings(NamedTuple):
     target_given: bool = False
 
 
-def invalid_yaml(exc: yaml.YAMLError) -> str:
-    """A YAML parse error as one line, with the line it was found on."""
+def invalid_yaml(exc: yaml.YAMLError, problem: str | None = None) -> str:
+    """A YAML parse error as one line, with the line it was found on (`problem`: the parser's, reworded)."""
     mark = getattr(exc, "problem_mark", None)
     where = f"line {mark.line + 1}" if mark else "unknown line"
-    return f"invalid YAML at {where}: {getattr(exc, 'problem', exc)}"
+    return f"invalid YAML at {where}: {problem or getattr(exc, 'problem', exc)}"
 
 
 def parse_settings(data: Any, target: str | None = None) -> Settings:

@@ -31,6 +31,7 @@ from dra_migrate.engine import (
     with_served_classes,
 )
 from dra_migrate.exits import EXIT_OK, fail
+from dra_migrate.translator import limits
 from dra_migrate.translator.registry import Claim, TemplateRegistry, template_conflict
 from dra_migrate.translator.yamltext import kubeyaml
 
@@ -60,10 +61,17 @@ def run_krm(stdin: TextIO, stdout: TextIO) -> int:
 
 
 def _read(text: str) -> dict[str, Any]:
+    """The ResourceList, within the bounds every translator input has (translator/limits.py)."""
     try:
         data = yaml.load(text, Loader=yaml.CSafeLoader)
+        if limits.might_exceed(text):
+            limits.check(data)
     except yaml.YAMLError as exc:
-        raise KrmInputError(f"stdin: {invalid_yaml(exc)}") from exc
+        raise KrmInputError(f"stdin: {invalid_yaml(exc, limits.parser_problem(exc))}") from exc
+    except limits.LimitError as exc:
+        raise KrmInputError(f"stdin: {exc}") from exc
+    except RecursionError as exc:
+        raise KrmInputError(f"stdin: nested deeper than {limits.MAX_DEPTH} levels") from exc
     if not isinstance(data, dict):
         raise KrmInputError("stdin: expected a ResourceList (config.kubernetes.io/v1) or a v1 List")
     kind, api_version = data.get("kind"), data.get("apiVersion")

@@ -27,6 +27,16 @@ class LimitError(ValueError):
     pass
 
 
+# libyaml 0.2.6 (PyYAML 6.0.4's wheels) refuses nesting beyond 1,000 levels itself, in these words.
+_LIBYAML_DEPTH_PROBLEM = "exceeded maximum nesting depth"
+
+
+def parser_problem(exc: Exception) -> str:
+    """What a YAML parser refused, in one line; its own depth bound reads as MAX_DEPTH's refusal."""
+    problem = str(getattr(exc, "problem", None) or str(exc).splitlines()[0])
+    return f"nested deeper than {MAX_DEPTH} levels" if problem == _LIBYAML_DEPTH_PROBLEM else problem
+
+
 def _allowed_alias_ratio(decoded: int) -> float:
     if decoded <= _RATIO_LOW:
         return 0.99

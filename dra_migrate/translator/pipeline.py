@@ -374,17 +374,10 @@ def _lost_comment_findings(edited: EditResult, first_line: int) -> list[Finding]
     ]
 
 
-# libyaml 0.2.6 (PyYAML 6.0.4's wheels) stops at 1,000 levels, deeper than limits.MAX_DEPTH.
-_LIBYAML_DEPTH_PROBLEM = "exceeded maximum nesting depth"
-
-
 def _yaml_error(exc: Exception) -> str:
     mark = getattr(exc, "problem_mark", None)
     where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
-    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-    if problem == _LIBYAML_DEPTH_PROBLEM:  # the same refusal as the translator's own bound, in its words
-        problem = f"nested deeper than {limits.MAX_DEPTH} levels"
-    return f"invalid YAML at {where}: {problem}"
+    return f"invalid YAML at {where}: {limits.parser_problem(exc)}"
 
 
 def process_json(source: Source, text: str, registry: TemplateRegistry, options: RunOptions) -> FileResult:

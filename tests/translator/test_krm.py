@@ -95,10 +95,21 @@ def test_errors_are_results_and_schema_checks_follow_the_function_config() -> No
     assert {(r["tags"]["rule"], r["severity"]) for r in results} >= {("too-many-devices", "error"), ("schema", "error")}
 
 
+def _list_with_pod_spec(spec: str) -> str:
+    return (
+        "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n"
+        f"- apiVersion: v1\n  kind: Pod\n  metadata: {{name: p}}\n  spec: {spec}\n"
+    )
+
+
 @pytest.mark.parametrize(
     ("stdin", "message"),
     [
         ("kind: [", "invalid YAML at line"),
+        # the translator's bounds (translator/limits.py): its own walk, and libyaml's refusal beyond 1,000 levels
+        (_list_with_pod_spec("{overhead: " + "[" * 700 + "]" * 700 + "}"), "nested deeper than 500 levels"),
+        (_list_with_pod_spec("{overhead: " + "[" * 1200 + "]" * 1200 + "}"), "nested deeper than 500 levels"),
+        (_list_with_pod_spec("{nodeSelector: &loop {a: *loop}}"), "contains an alias of itself"),
         ("apiVersion: v1\nkind: Pod\n", "expected a ResourceList"),
         (
             "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\nfunctionConfig:\n"
