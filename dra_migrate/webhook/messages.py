@@ -10,6 +10,7 @@ Limits that shape this module:
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -24,9 +25,19 @@ _ANNOTATION_KEY = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
 _UNPRINTABLE = re.compile(r"[^\x20-\x7e]+")
 
 
+def _flattened(text: str) -> str:
+    return " ".join(_UNPRINTABLE.sub(" ", text).split())
+
+
+# Pods of one spec get the same messages, review after review. Clients choose part of the text
+# (names), so the cache holds short texts only: 1,024 of at most 512 characters, 2 MiB at worst.
+_flattened_cached = functools.lru_cache(maxsize=1024)(_flattened)
+_CACHED_CHARS = 512
+
+
 def one_line(text: str, limit: int) -> str:
     """Printable ASCII on one line, cut to `limit` characters with a visible mark."""
-    flat = " ".join(_UNPRINTABLE.sub(" ", text).split())
+    flat = _flattened_cached(text) if len(text) <= _CACHED_CHARS else _flattened(text)
     return flat if len(flat) <= limit else flat[: limit - 3].rstrip() + "..."
 
 

@@ -109,12 +109,17 @@ def _never_raises(record: Callable[_P, None]) -> Callable[_P, None]:
     return safe
 
 
+# A labelled child, looked up once per label value (every value comes from a fixed set).
+_review_counter = functools.lru_cache(maxsize=128)(REVIEWS.labels)
+_conversion_counter = functools.lru_cache(maxsize=128)(CONVERSIONS.labels)
+
+
 @_never_raises
 def record_review(outcome: str, seconds: float, converted: Iterable[str] = (), mode: str = "enforce") -> None:
-    REVIEWS.labels(outcome).inc()
+    _review_counter(outcome).inc()
     LATENCY.observe(seconds)
     for resource in converted:
-        CONVERSIONS.labels(resource_label(resource), mode).inc()
+        _conversion_counter(resource_label(resource), mode).inc()
 
 
 @_never_raises
