@@ -13,8 +13,8 @@ Loads: POST /mutate (the real conversion) with one review, sent again and again;
 with the pods of one ReplicaSet as kube-apiserver sends them, --replicas of them in turn: they
 differ only in the service-account token volume, which the ServiceAccount admission plugin names
 `kube-api-access-<5 random characters>` before any webhook sees the pod; and POST /mutate-noop
-(the same gunicorn, TLS, Flask and envelope parsing, answering `allowed: true`). Per step: achieved rate, latency
-percentiles (vegeta's, from the scheduled send time), failures (timeouts counted apart), and CPU:
+(the same gunicorn, TLS, Flask and envelope parsing, answering `allowed: true`). Per step:
+achieved rate, latency percentiles (vegeta's, from the scheduled send time), failures (timeouts counted apart), and CPU:
 the server's processes per review, vegeta's, and the machine's busy cores, since generator and
 server share the machine's cores (2 on the project's machines). Then, with 2,000 idle TLS
 connections and 200 slow-header connections held open, the latency of reviews at a low rate.
@@ -529,15 +529,16 @@ def held_connections(setup: Attack, server_pid: int, load: Load, args: argparse.
     return step
 
 
-def summarize(steps: dict[str, list[Step]], held: Step | None, p99_limit: float, template_posts: int) -> None:
-    def at(load: str, rate: float) -> Step | None:
-        return next((s for s in steps[load] if s.offered == rate), None)
+def step_at(steps: list[Step], rate: float) -> Step | None:
+    return next((s for s in steps if s.offered == rate), None)
 
+
+def summarize(steps: dict[str, list[Step]], held: Step | None, p99_limit: float, template_posts: int) -> None:
     print(f"\ntemplate creations seen by the fake API: {template_posts}")
     for load in (SAME, REPLICAS):
         print(f"{load}:")
         for rate in sorted({s.offered for s in steps[load]}):
-            real, bare = at(load, rate), at(BARE, rate)
+            real, bare = step_at(steps[load], rate), step_at(steps[BARE], rate)
             if real and bare:
                 print(
                     f"  at {rate:.0f}/s: server CPU per review {real.server_ms_per_review:.3f} ms "
@@ -557,11 +558,11 @@ def summarize(steps: dict[str, list[Step]], held: Step | None, p99_limit: float,
 
 
 def summarize_targets(steps: list[Step], p99_limit: float) -> None:
-    at300 = next((s for s in steps if s.offered == 300.0), None)
+    at300 = step_at(steps, 300.0)
     if at300:
         met = at300.p99_ms <= 10 and at300.failures == 0
         print(f"  p99 <= 10 ms at 300/s:                    {'met' if met else 'NOT met'} ({at300.p99_ms:.2f} ms)")
-    at2000 = next((s for s in steps if s.offered == 2000.0), None)
+    at2000 = step_at(steps, 2000.0)
     if at2000:
         met = at2000.achieved >= 1500 and at2000.timeouts == 0
         print(

@@ -64,14 +64,13 @@ def _read(text: str) -> dict[str, Any]:
     """The ResourceList, within the bounds every translator input has (translator/limits.py)."""
     try:
         data = yaml.load(text, Loader=yaml.CSafeLoader)
-        if limits.might_exceed(text):
-            limits.check(data)
+        limits.check_document(text, data)
     except yaml.YAMLError as exc:
         raise KrmInputError(f"stdin: {invalid_yaml(exc, limits.parser_problem(exc))}") from exc
     except limits.LimitError as exc:
         raise KrmInputError(f"stdin: {exc}") from exc
     except RecursionError as exc:
-        raise KrmInputError(f"stdin: nested deeper than {limits.MAX_DEPTH} levels") from exc
+        raise KrmInputError(f"stdin: {limits.TOO_DEEP}") from exc
     if not isinstance(data, dict):
         raise KrmInputError("stdin: expected a ResourceList (config.kubernetes.io/v1) or a v1 List")
     kind, api_version = data.get("kind"), data.get("apiVersion")

@@ -16,6 +16,7 @@ import re
 from typing import Any
 
 MAX_DEPTH = 500  # no Kubernetes object comes close; the engine and editors recurse once or twice per level
+TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels"  # the refusal, whoever finds the nesting first
 RECURSION_LIMIT = 20_000  # Python frames for MAX_DEPTH levels through the engine, editors and dumpers
 
 # go-yaml v2 decode.go allowedAliasRatio: the share of decoded nodes that may come from aliases
@@ -34,7 +35,7 @@ _LIBYAML_DEPTH_PROBLEM = "exceeded maximum nesting depth"
 def parser_problem(exc: Exception) -> str:
     """What a YAML parser refused, in one line; its own depth bound reads as MAX_DEPTH's refusal."""
     problem = str(getattr(exc, "problem", None) or str(exc).splitlines()[0])
-    return f"nested deeper than {MAX_DEPTH} levels" if problem == _LIBYAML_DEPTH_PROBLEM else problem
+    return TOO_DEEP if problem == _LIBYAML_DEPTH_PROBLEM else problem
 
 
 def _allowed_alias_ratio(decoded: int) -> float:
@@ -54,6 +55,12 @@ def might_nest_too_deep(text: str) -> bool:
     """The nesting part of `might_exceed`, for a caller that has ruled out anchors and aliases."""
     brackets = text.count("[") + text.count("{")
     return brackets * 2 > MAX_DEPTH or _INDENT.search(text) is not None
+
+
+def check_document(text: str, obj: Any) -> None:
+    """`check` the object parsed from `text`, when the text says it could fail."""
+    if might_exceed(text):
+        check(obj)
 
 
 def check(obj: Any) -> None:
@@ -77,7 +84,7 @@ def check(obj: Any) -> None:
         if key in on_path:
             raise LimitError("an anchor contains an alias of itself")
         if len(on_path) >= MAX_DEPTH:
-            raise LimitError(f"nested deeper than {MAX_DEPTH} levels")
+            raise LimitError(TOO_DEEP)
         on_path.add(key)
         stack.append((node, True))
         children = list(node.values()) if isinstance(node, dict) else node

@@ -290,11 +290,10 @@ def _convert_stream(
             _pass_through(document.text, document.obj, report, options)
             out.append(document.text)
             continue
-        if limits.might_exceed(document.text):
-            try:
-                limits.check(document.obj)
-            except limits.LimitError as exc:
-                return _refused(result, f"document {index + 1}: {exc}; file left unchanged")
+        try:
+            limits.check_document(document.text, document.obj)
+        except limits.LimitError as exc:
+            return _refused(result, f"document {index + 1}: {exc}; file left unchanged")
         result.existing.extend(held_templates([document.obj]))
         converted = _convert_document(document.obj, report, options)
         result.extended.update((spec.resource, spec) for spec in converted.extended)
@@ -384,13 +383,12 @@ def process_json(source: Source, text: str, registry: TemplateRegistry, options:
     result = FileResult(source, text, text)
     try:
         obj = json.loads(text)
-        if limits.might_exceed(text):
-            limits.check(obj)
+        limits.check_document(text, obj)
     except json.JSONDecodeError as exc:
         result.error = f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
         return result
     except (RecursionError, limits.LimitError) as exc:
-        problem = exc if isinstance(exc, limits.LimitError) else f"nested deeper than {limits.MAX_DEPTH} levels"
+        problem = exc if isinstance(exc, limits.LimitError) else limits.TOO_DEEP
         result.error = f"{problem}; file left unchanged"
         return result
     report = DocumentReport(0)
