@@ -23,11 +23,13 @@ mapping matches unboundedly many) and each new value is a new series in every wo
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
 from collections.abc import Callable, Iterable
-from typing import ParamSpec
+from pathlib import Path
+from typing import Any, ParamSpec
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -142,16 +144,38 @@ def certificate_reload_failed() -> None:
     CERTIFICATE_RELOAD_FAILURES.inc()
 
 
+class _StartedFilesCollector(multiprocess.MultiProcessCollector):
+    """The workers' sample files, minus those a starting worker has created but not yet sized.
+
+    prometheus_client opens a worker's file, then extends it to its initial size (mmap_dict.py,
+    MmapedDict.__init__); read in between, the file is empty, holds no samples, and made the
+    whole /metrics answer 500 (struct.error). A file never shrinks, so one seen non-empty reads.
+    """
+
+    def __init__(self, registry: CollectorRegistry, path: str) -> None:
+        super().__init__(registry, path)  # type: ignore[no-untyped-call]
+        self._directory = Path(path)
+
+    def collect(self) -> Iterable[Any]:
+        files = []
+        for file in self._directory.glob("*.db"):
+            with contextlib.suppress(OSError):  # a dead worker's live-gauge file, removed meanwhile
+                if file.stat().st_size > 0:
+                    files.append(str(file))
+        return self.merge(files, accumulate=True)  # type: ignore[no-any-return,no-untyped-call]
+
+
 _multiprocess_registry: CollectorRegistry | None = None
 
 
 def exposition() -> tuple[bytes, str]:
     """The text format body and its content type, summed over all workers when multiprocess."""
     global _multiprocess_registry
-    if os.environ.get(MULTIPROC_ENV):
+    directory = os.environ.get(MULTIPROC_ENV)
+    if directory:
         if _multiprocess_registry is None:
             _multiprocess_registry = CollectorRegistry()
-            multiprocess.MultiProcessCollector(_multiprocess_registry)  # type: ignore[no-untyped-call]
+            _StartedFilesCollector(_multiprocess_registry, directory)
         return generate_latest(_multiprocess_registry), CONTENT_TYPE_LATEST
     return generate_latest(REGISTRY), CONTENT_TYPE_LATEST
 
