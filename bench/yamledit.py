@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from manifest_tree import CORPUS, CORPUS_VARIABLE
 from ruamel.yaml import YAML
 
 from dra_migrate.translator.yamltext import edit_document, split_stream
@@ -93,11 +94,14 @@ def load_dump(text: str) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    default = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "legacy"
-    parser.add_argument("--corpus", type=Path, default=default)
+    parser.add_argument("--corpus", type=Path, default=CORPUS / "legacy")
     parser.add_argument("--docs", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
+    if not args.corpus.is_dir():
+        reason = f"{args.corpus} is missing (set {CORPUS_VARIABLE} or --corpus)"
+        print(f"benchmark skipped: {reason}", file=sys.stderr)
+        return 0
 
     gpu: list[tuple[str, Any, Any]] = []
     plain: list[str] = []

@@ -91,6 +91,7 @@ RULES: tuple[Rule, ...] = (
     Rule("comment-lost", WARN, "a comment line the fallback editor could not keep (anchors, merge keys, tags)"),
     Rule("template-conflict", ERROR, "a generated ResourceClaimTemplate's name is taken by another spec; kept"),
     Rule("template-reference", WARN, "a kustomization renames templates but not the references to them"),
+    Rule("not-written", ERROR, "a file left unchanged because the templates it would reference could not be written"),
 )
 
 BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}

@@ -29,6 +29,7 @@ from dra_migrate.exits import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, fail
 from dra_migrate.translator import limits
 from dra_migrate.translator.inputs import InputTooLargeError, read_file, read_stdin
 from dra_migrate.translator.kustomize import FILE_NAMES, TEMPLATES_FILE, Kustomization, KustomizationIndex
+from dra_migrate.translator.naming import InputNames
 from dra_migrate.translator.output import JsonWriter, StdoutWriter, install_signal_cleanup, write_atomic
 from dra_migrate.translator.pipeline import FileResult, RunOptions, dump_documents, place_templates, process
 from dra_migrate.translator.placement import add_resource, merge_templates
@@ -81,7 +82,8 @@ class Run:
         self.stdin_text = self._read_stdin() if has_stdin(args.paths) else None
         self._streams: dict[Path, str] = {}
         self.registry = TemplateRegistry()  # DeviceClasses; templates too for the stream and single placements
-        self.index = KustomizationIndex()
+        self.names = InputNames()
+        self.index = KustomizationIndex(self.names)
         self.existing: dict[Path, set[TemplateKey]] = {}  # templates each input file already holds
         self._prepass()
         # DeviceClasses among the inputs map names for the migration strategy (KEP-5004).
@@ -112,6 +114,8 @@ class Run:
         self.needs: dict[Path, list[dict[str, Any]]] = {}  # kustomization file -> templates its files need
         self.roots: dict[Path, Path] = {}  # kustomization file -> the directory argument it was found under
         self.templates: list[dict[str, Any]] = []  # for --templates-file
+        # input file -> the file its templates go to: the input is written only once that file can be
+        self.unit_of: dict[Path, Path] = {}
         self._seen: dict[Path, str] = {}  # resolved path -> display, to convert a symlinked file once
 
     def _read_stdin(self) -> str:
@@ -241,26 +245,39 @@ class Run:
         if owner is not None and result.templates and source.root is not None:
             self.needs.setdefault(owner.path, []).extend(result.templates)
             self.roots.setdefault(owner.path, source.root)
+            self._hold(source, owner.path)
             result.templates = []
         elif self.placement == "single":
+            if result.templates:
+                self._hold(source, Path(self.args.templates_file))
             self.templates.extend(result.templates)
             result.templates = []
         return result
 
+    def _hold(self, source: Source, unit: Path) -> None:
+        if source.path is not None:
+            self.unit_of[source.path] = unit
+
     # -- templates outside the converted files --------------------------------------------
 
-    def template_files(self) -> Iterator[FileResult]:
-        """Files the run writes besides the inputs: --templates-file, or kustomization templates files."""
+    def template_units(self) -> Iterator[tuple[Path, list[FileResult]]]:
+        """Files the run writes besides the inputs, by the unit (`unit_of`) whose inputs need them:
+        --templates-file, or a kustomization's templates file and the kustomization itself."""
         if self.placement == "single":
-            yield self._merged_file(Path(self.args.templates_file), None, self.templates)
+            path = Path(self.args.templates_file)
+            yield path, [self._merged_file(Source(path, Path(path.name)), self.templates)]
         for path, templates in self.needs.items():
-            yield from self._kustomization_files(path, templates)
+            yield path, list(self._kustomization_files(path, templates))
+
+    def template_files(self) -> Iterator[FileResult]:
+        for _, results in self.template_units():
+            yield from results
 
     def _merged_file(
-        self, path: Path, root: Path | None, templates: list[dict[str, Any]], notes: list[Finding] | None = None
+        self, source: Source, templates: list[dict[str, Any]], notes: list[Finding] | None = None
     ) -> FileResult:
-        relative = path.relative_to(root) if root is not None else Path(path.name)
-        source = Source(path, relative, root)
+        assert source.path is not None
+        path = source.path
         try:
             existing = read_file(path, self.limit) if path.exists() else ""
         except (OSError, UnicodeDecodeError, InputTooLargeError) as exc:
@@ -290,15 +307,30 @@ class Run:
         placed = [t for t in templates if template_key(t) not in elsewhere]
         if not placed:
             return
-        templates_file = kustomization.directory / TEMPLATES_FILE
-        templates_result = self._merged_file(templates_file, root, placed, self._rename_warnings(kustomization))
+        templates_file = self.names.source(kustomization.directory / TEMPLATES_FILE, root)
+        templates_result = self._merged_file(templates_file, placed, self._rename_warnings(kustomization))
         yield templates_result
         edited = add_resource(kustomization.text, kustomization.data, TEMPLATES_FILE)
         if edited is not None and templates_result.error is None:
-            source = Source(kustomization.path, kustomization.path.relative_to(root), root)
+            source = self.names.source(kustomization.path, root)
             result = FileResult(source, kustomization.text, edited)
             self.record(result)
             yield result
+
+    def withdraw(self, waiting: list[FileResult], failed: FileResult) -> None:
+        """Inputs of a unit whose templates file could not be written are not written either."""
+        for result in waiting:
+            self.reporter.add_file_finding(
+                result,
+                Finding(
+                    Severity.ERROR,
+                    "not-written",
+                    "",
+                    f"left unchanged: the ResourceClaimTemplates it would reference go to {failed.source.display}, "
+                    "which could not be written (see its error)",
+                ),
+            )
+        self.any_errors = True
 
     def _rename_warnings(self, kustomization: Kustomization) -> list[Finding]:
         """namePrefix/nameSuffix rename the templates but not the pods' references to them."""
@@ -369,13 +401,31 @@ def run_convert(args: argparse.Namespace) -> int:
     except UsageError as exc:
         return fail("convert", str(exc))
     writer: StdoutWriter | JsonWriter = JsonWriter(sys.stdout) if args.output == "json" else StdoutWriter(sys.stdout)
+    # Written files of a unit wait for its templates file: a workload is never written referencing a
+    # template that could not be written. Printed output is one stream, and goes out as it comes.
+    held: dict[Path, list[FileResult]] = {}
     for result in run.results():
-        _emit(args, result, writer)
-    for result in run.template_files():
-        if run.placement == "single":  # the templates file is written where it was named, in every mode
-            if result.changed and result.error is None and result.source.path is not None:
-                write_atomic(result.source.path, result.text)
+        unit = run.unit_of.get(result.source.path) if to_files and result.source.path is not None else None
+        if unit is not None and result.changed:
+            held.setdefault(unit, []).append(result)
         else:
+            _emit(args, result, writer)
+    for unit, template_results in run.template_units():
+        waiting = held.pop(unit, [])
+        failed = next((r for r in template_results if r.has_errors), None)
+        if failed is not None:
+            run.withdraw(waiting, failed)
+            continue
+        for result in template_results:
+            if run.placement == "single":  # the templates file is written where it was named, in every mode
+                if result.changed and result.source.path is not None:
+                    write_atomic(result.source.path, result.text)
+            else:
+                _emit(args, result, writer)
+        for result in waiting:
+            _emit(args, result, writer)
+    for waiting in held.values():  # units whose templates were all in place already
+        for result in waiting:
             _emit(args, result, writer)
     writer.finish()
     if args.device_classes:

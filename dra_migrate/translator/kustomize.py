@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from dra_migrate.translator.inputs import read_file
+from dra_migrate.translator.naming import InputNames
 from dra_migrate.translator.yamltext import kubeyaml
 
 FILE_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
@@ -58,10 +59,10 @@ def _entries(data: dict[str, Any]) -> list[str]:
 class KustomizationIndex:
     """Kustomization files found next to and above input files, read once each."""
 
-    def __init__(self) -> None:
+    def __init__(self, names: InputNames | None = None) -> None:
         self._by_directory: dict[Path, Kustomization | None] = {}  # keys are resolved paths
         self._nearest: dict[tuple[Path, Path], Kustomization | None] = {}  # (resolved directory, stop)
-        self._resolved: dict[Path, Path] = {}
+        self.names = names or InputNames()
 
     def at(self, directory: Path) -> Kustomization | None:
         if directory in self._by_directory:  # resolved already (a key resolves to itself)
@@ -92,21 +93,15 @@ class KustomizationIndex:
         return None
 
     def owner(self, file: Path, stop: Path) -> Kustomization | None:
-        """The nearest kustomization between the file's directory and `stop` that lists the file."""
-        target = self._resolve_file(file)
-        kustomization = self._nearest_from(target.parent, self._resolve_directory(stop))
+        """The nearest kustomization between the file's directory and `stop` that lists the file.
+
+        The search starts where the file is named, not where a symbolic link to it points: kustomize
+        reads the link's directory, and so the owner always lies under `stop`."""
+        directory = self.names.resolved(file.parent)
+        # one lstat for a file that is not a link (its directory is resolved once)
+        target = file.resolve() if file.is_symlink() else directory / file.name
+        kustomization = self._nearest_from(directory, self.names.resolved(stop))
         return kustomization if kustomization is not None and target in kustomization.files else None
-
-    def _resolve_directory(self, directory: Path) -> Path:
-        if directory not in self._resolved:
-            self._resolved[directory] = directory.resolve()
-        return self._resolved[directory]
-
-    def _resolve_file(self, file: Path) -> Path:
-        """`file.resolve()`, with one lstat for a file that is not a link (its directory resolved once)."""
-        if file.is_symlink():
-            return file.resolve()
-        return self._resolve_directory(file.parent) / file.name
 
     def _nearest_from(self, directory: Path, stop: Path) -> Kustomization | None:
         """The first kustomization from `directory` up to `stop` (both resolved); once per directory of a tree."""

@@ -279,6 +279,17 @@ class Reporter:
         if not self.json_on_stderr:
             self.stderr_text.add(result)
 
+    def add_file_finding(self, result: FileResult, finding: Finding) -> None:
+        """A finding about a file already added (a decision taken after it was converted)."""
+        if not result.has_errors:
+            self.summary.files_with_errors += 1
+        result.file_findings.append(finding)
+        self.summary.severities.update([str(finding.severity)])
+        row = {"file": result.source.display, "document": None, **finding.as_dict()}
+        for report in (self.json, self.file_text, None if self.json_on_stderr else self.stderr_text):
+            if report is not None:
+                report.add_rows([row])
+
     def finish(self) -> None:
         if self.report_file:
             with open(self.report_file, "w", encoding="utf-8") as stream:  # noqa: PTH123 - a user path

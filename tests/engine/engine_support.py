@@ -14,8 +14,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import corpus
 import yaml
-from corpus import CORPUS
 
 from dra_migrate.engine import ConversionResult, Finding, Severity, Target
 from dra_migrate.translator.schema import validate_object
@@ -145,7 +145,7 @@ def load_documents(path: Path) -> list[Any]:
 
 
 def corpus_files(sub: str) -> list[Path]:
-    return sorted(p for p in (CORPUS / sub).rglob("*") if p.suffix in (".yaml", ".yml", ".json"))
+    return corpus.manifests(sub)
 
 
 # --- the device-count invariant ----------------------------------------------------------------

@@ -13,6 +13,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
+import corpus
 import pytest
 from corpus import CORPUS
 from engine_support import (
@@ -44,6 +45,8 @@ from dra_migrate.engine import (
     json_path,
 )
 from dra_migrate.translator.schema import validate_object
+
+corpus.require_module()
 
 # The corpus includes the dra-example-driver's own demo (`example.com/gpu`), converted with a test mapping.
 CONFIG = example_driver_config()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import corpus
 import pytest
-from corpus import CORPUS
 from engine_support import container, converted, errors, findings, gpu, load_documents, pod, schema_errors
 
 from dra_migrate.engine import Config, Severity, convert, parse_config
@@ -61,8 +61,7 @@ def test_pods_without_claims_keep_node_name_by_default(config: Config) -> None:
 
 def test_negative_corpus_pod_with_node_name_and_no_devices(config: Config) -> None:
     path = (
-        CORPUS
-        / "negative"
+        corpus.require("negative")
         / "smarter-project__smarter-device-manager__smarter-device-management-pod-k3s-test-xavier.yaml"
     )
     (loaded,) = load_documents(path)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import corpus
 import pytest
 from engine_support import converted, corpus_files, errors, findings, load_documents, schema_errors
 
@@ -203,6 +204,7 @@ _STATUS_KEPT = "resource.k8s.io.v1alpha3.DeviceTaintRule.yaml"
 
 
 def corpus_dra_documents() -> list[tuple[str, int, dict[str, Any]]]:
+    corpus.require("dra-versions")
     return [
         (path.name, index, doc)
         for path in corpus_files("dra-versions")

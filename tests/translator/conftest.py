@@ -7,13 +7,12 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import corpus as shared_corpus
 import pytest
 from translator_cli_support import CliResult, Runner
 
 from dra_migrate.cli import main
 from dra_migrate.translator import commands
-
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 
 
 @pytest.fixture
@@ -35,6 +34,4 @@ def run_cli(monkeypatch: pytest.MonkeyPatch) -> Iterator[Runner]:
 
 @pytest.fixture(scope="session")
 def corpus() -> Path:
-    if not CORPUS.is_dir():
-        pytest.skip(f"corpus not found at {CORPUS}")
-    return CORPUS
+    return shared_corpus.require()

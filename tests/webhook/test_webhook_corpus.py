@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import corpus
 import jsonpatch
 import pytest
 from fakekube import FakeKubeServer
@@ -13,6 +14,7 @@ from webhook_support import ServerProcess, corpus_pods, decoded_patch, make_revi
 
 from dra_migrate.engine import convert, default_config
 
+corpus.require_module("legacy")
 CONFIG = default_config()
 PODS = list(corpus_pods(CONFIG))
 

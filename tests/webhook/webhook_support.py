@@ -20,15 +20,15 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import corpus
 import jsonpatch
 import requests
 import yaml
-from corpus import CORPUS as SHARED_CORPUS
 
 from dra_migrate.engine import Config
 
 ROOT = Path(__file__).resolve().parents[2]
-CORPUS = SHARED_CORPUS / "legacy"
+CORPUS = corpus.CORPUS / "legacy"
 START_TIMEOUT_S = 30.0
 # The installed `dra-migrate` entry point, else the package's __main__.
 _ENTRY_POINT = Path(sys.executable).with_name("dra-migrate")

@@ -10,12 +10,13 @@ import copy
 from pathlib import Path
 from typing import Any
 
+import corpus
 import pytest
 from yamltext_support import removed_line_ranges
 
 from dra_migrate.translator.yamltext import edit_document, kubeyaml, split_stream
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "dra-versions"
+CORPUS = corpus.CORPUS / "dra-versions"
 _MOVED = ("deviceClassName", "selectors", "allocationMode", "count", "adminAccess", "tolerations")
 
 
@@ -66,12 +67,17 @@ def _behind_dash(line: str) -> str:
     return " " * (indent - 2) + "- " + line[indent:] if indent >= 2 else line
 
 
-_FILES = sorted(p for p in CORPUS.rglob("*") if p.suffix in (".yaml", ".yml")) if CORPUS.is_dir() else []
-_FILES = [p for p in _FILES if "resource.k8s.io/v1beta1" in p.read_text(encoding="utf-8")]
+_FILES = corpus.params(
+    [
+        p
+        for p in corpus.manifests("dra-versions", suffixes=(".yaml", ".yml"))
+        if "resource.k8s.io/v1beta1" in p.read_text(encoding="utf-8")
+    ],
+    "dra-versions",
+)
 
 
-@pytest.mark.skipif(not _FILES, reason="shared DRA corpus not present")
-@pytest.mark.parametrize("path", _FILES, ids=[str(p.relative_to(CORPUS))[-70:] for p in _FILES])
+@pytest.mark.parametrize("path", _FILES, ids=lambda p: str(p.relative_to(CORPUS))[-70:])
 def test_corpus_file(path: Path) -> None:
     for doc in split_stream(path.read_text(encoding="utf-8")).documents:
         check(doc.text, doc.obj)

@@ -12,12 +12,13 @@ import re
 from pathlib import Path
 from typing import Any
 
+import corpus
 import pytest
 from yamltext_support import removed_line_ranges
 
 from dra_migrate.translator.yamltext import edit_document, kubeyaml, split_stream
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "legacy"
+CORPUS = corpus.CORPUS / "legacy"
 _VENDOR = re.compile(r"^[a-z0-9.-]+\.(?:com|ai|io)/")
 
 
@@ -94,11 +95,10 @@ def check_document(text: str, obj: Any) -> str:
     return result.text
 
 
-_FILES = sorted(CORPUS.glob("*")) if CORPUS.is_dir() else []
+_FILES = corpus.params(sorted(CORPUS.glob("*")) if CORPUS.is_dir() else [], "legacy")
 
 
-@pytest.mark.skipif(not _FILES, reason="shared corpus not present")
-@pytest.mark.parametrize("path", _FILES, ids=[p.name[:60] for p in _FILES])
+@pytest.mark.parametrize("path", _FILES, ids=lambda p: p.name[:60])
 def test_corpus_file(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     stream = split_stream(text)

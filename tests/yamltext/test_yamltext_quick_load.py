@@ -12,8 +12,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import corpus
 import pytest
-from corpus import CORPUS, REPO_ROOT
+from corpus import REPO_ROOT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -137,7 +138,7 @@ def test_quick_load_is_load_all(text: str) -> None:
 
 
 def test_quick_load_is_load_all_on_the_corpus_and_examples() -> None:
-    paths = sorted(p for root in (CORPUS, REPO_ROOT / "examples") for p in root.rglob("*") if p.is_file())
+    paths = sorted(p for root in (corpus.require(), REPO_ROOT / "examples") for p in root.rglob("*") if p.is_file())
     texts = [p.read_text(encoding="utf-8") for p in paths if p.suffix in (".yaml", ".yml", ".json")]
     assert len(texts) > 100
     for text in texts:
@@ -145,7 +146,7 @@ def test_quick_load_is_load_all_on_the_corpus_and_examples() -> None:
 
 
 def test_a_plain_manifest_is_built_without_the_full_loader(monkeypatch: pytest.MonkeyPatch) -> None:
-    text = (CORPUS / "legacy").glob("*.yaml").__next__().read_text(encoding="utf-8")
+    text = corpus.require("legacy").glob("*.yaml").__next__().read_text(encoding="utf-8")
     expected = kubeyaml.load_all(text)
 
     def refuse(_: str) -> list[Any]:
