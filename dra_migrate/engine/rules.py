@@ -91,7 +91,10 @@ RULES: tuple[Rule, ...] = (
     Rule("comment-lost", WARN, "a comment line the fallback editor could not keep (anchors, merge keys, tags)"),
     Rule("template-conflict", ERROR, "a generated ResourceClaimTemplate's name is taken by another spec; kept"),
     Rule("template-reference", WARN, "a kustomization renames templates but not the references to them"),
-    Rule("not-written", ERROR, "a file left unchanged because the templates it would reference could not be written"),
+    Rule("not-written", ERROR, "a file left unchanged because its unit could not be written whole"),
+    Rule("render-mismatch", ERROR, "kustomize renders other devices for a container after the conversion"),
+    Rule("render-not-verified", WARN, "a kustomization root could not be rendered to check the conversion"),
+    Rule("render-verified", INFO, "kustomize renders the same devices before and after the conversion"),
 )
 
 BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}

@@ -104,6 +104,14 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
         "elsewhere into the file itself) or per-file (into each file that needs them)",
     )
     parser.add_argument(
+        "--no-verify-render",
+        dest="verify_render",
+        action="store_false",
+        help="do not build kustomization roots with kustomize before and after converting them (by default, "
+        "when kustomize or kubectl is installed, a root whose rendered containers would get other devices "
+        "is an error and none of its files is written)",
+    )
+    parser.add_argument(
         "--max-file-size",
         type=_size,
         default=64 * 1024 * 1024,

@@ -35,6 +35,7 @@ from dra_migrate.translator.pipeline import FileResult, RunOptions, dump_documen
 from dra_migrate.translator.placement import add_resource, merge_templates
 from dra_migrate.translator.prefilter import documents_mentioning
 from dra_migrate.translator.registry import TemplateKey, TemplateRegistry, template_key
+from dra_migrate.translator.render import find_renderer
 from dra_migrate.translator.report import Progress, Reporter, paint, use_colour
 from dra_migrate.translator.runner import Work, default_jobs, read_error, run_files
 from dra_migrate.translator.sources import Source, discover, display_path, has_stdin
@@ -114,6 +115,7 @@ class Run:
         self.needs: dict[Path, list[dict[str, Any]]] = {}  # kustomization file -> templates its files need
         self.roots: dict[Path, Path] = {}  # kustomization file -> the directory argument it was found under
         self.templates: list[dict[str, Any]] = []  # for --templates-file
+        self.templates_path = Path(args.templates_file) if placement == "single" else None
         # input file -> the file its templates go to: the input is written only once that file can be
         self.unit_of: dict[Path, Path] = {}
         self._seen: dict[Path, str] = {}  # resolved path -> display, to convert a symlinked file once
@@ -191,8 +193,11 @@ class Run:
         if self.placement in ("stream", "single"):
             return self.registry, self.options, None
         owner = None
-        if self.placement == "kustomization" and source.path is not None and source.root is not None:
+        if self.placement != "single" and source.path is not None and source.root is not None:
             owner = self.index.owner(source.path, source.root)
+            # per-file: a patch file holds only the patch (kustomize refuses other documents in it)
+            if self.placement == "per-file" and owner is not None and source.path.resolve() not in owner.patches:
+                owner = None
         options = self.options._replace(templates_inline=owner is None)
         return self.registry.child(), options, owner
 
@@ -249,7 +254,8 @@ class Run:
             result.templates = []
         elif self.placement == "single":
             if result.templates:
-                self._hold(source, Path(self.args.templates_file))
+                assert self.templates_path is not None
+                self._hold(source, self.templates_path)
             self.templates.extend(result.templates)
             result.templates = []
         return result
@@ -264,7 +270,8 @@ class Run:
         """Files the run writes besides the inputs, by the unit (`unit_of`) whose inputs need them:
         --templates-file, or a kustomization's templates file and the kustomization itself."""
         if self.placement == "single":
-            path = Path(self.args.templates_file)
+            path = self.templates_path
+            assert path is not None
             yield path, [self._merged_file(Source(path, Path(path.name)), self.templates)]
         for path, templates in self.needs.items():
             yield path, list(self._kustomization_files(path, templates))
@@ -317,20 +324,52 @@ class Run:
             self.record(result)
             yield result
 
-    def withdraw(self, waiting: list[FileResult], failed: FileResult) -> None:
-        """Inputs of a unit whose templates file could not be written are not written either."""
+    def withdraw(self, waiting: Iterable[FileResult], why: str) -> None:
+        """Files of a unit that cannot be written whole are not written at all."""
         for result in waiting:
-            self.reporter.add_file_finding(
-                result,
-                Finding(
-                    Severity.ERROR,
-                    "not-written",
-                    "",
-                    f"left unchanged: the ResourceClaimTemplates it would reference go to {failed.source.display}, "
-                    "which could not be written (see its error)",
-                ),
-            )
-        self.any_errors = True
+            self.reporter.add_file_finding(result, Finding(Severity.ERROR, "not-written", "", f"left unchanged: {why}"))
+            self.any_errors = True
+
+    # -- render verification --------------------------------------------------------------
+
+    def verifies_renders(self) -> bool:
+        return bool(self.args.verify_render) and self.placement != "stream" and bool(self.index.known())
+
+    def _display(self, found: Path) -> str:
+        """A resolved path as the user would name it, under the directory argument that holds it."""
+        for typed in self._paths:
+            if typed != "-":
+                source = self.names.source(found, Path(typed))
+                if source.root is not None:
+                    return source.display
+        return display_path(found)
+
+    def failed_renders(self, changes: dict[Path, str]) -> list[Any]:
+        """Build every kustomization root among the inputs before and after `changes` (resolved path ->
+        text); report each, and return the roots whose render changed (translator.verify.RootCheck)."""
+        from dra_migrate.translator.verify import verify  # only runs over kustomizations need it
+
+        renderer = find_renderer()
+        if renderer is None:
+            message = "no kustomize or kubectl found: kustomization roots were not rendered to check the conversion"
+            self.reporter.add_run(Finding(Severity.WARNING, "render-not-verified", "", message))
+            return []
+        arguments = [self.names.resolved(Path(p)) for p in self._paths if p != "-" and Path(p).is_dir()]
+        extra = self.templates if self.placement == "single" else []
+        checks = verify(renderer, self.options.config, self.index, arguments, changes, extra)
+        for check in checks:
+            where = self._display(check.kustomization.path)
+            for problem in check.problems:
+                self.reporter.add_about(where, Finding(Severity.ERROR, "render-mismatch", "", problem))
+            if check.not_built is not None:
+                message = f"not verified: kustomize cannot build it before the conversion: {check.not_built}"
+                self.reporter.add_about(where, Finding(Severity.WARNING, "render-not-verified", "", message))
+            elif not check.failed:
+                message = f"`{renderer.label} build` renders the same devices for every container before and after"
+                self.reporter.add_about(where, Finding(Severity.INFO, "render-verified", "", message))
+        failed = [c for c in checks if c.failed]
+        self.any_errors |= bool(failed)
+        return failed
 
     def _rename_warnings(self, kustomization: Kustomization) -> list[Finding]:
         """namePrefix/nameSuffix rename the templates but not the pods' references to them."""
@@ -401,37 +440,61 @@ def run_convert(args: argparse.Namespace) -> int:
     except UsageError as exc:
         return fail("convert", str(exc))
     writer: StdoutWriter | JsonWriter = JsonWriter(sys.stdout) if args.output == "json" else StdoutWriter(sys.stdout)
-    # Written files of a unit wait for its templates file: a workload is never written referencing a
-    # template that could not be written. Printed output is one stream, and goes out as it comes.
-    held: dict[Path, list[FileResult]] = {}
+    # Written files of a unit wait for its templates file (a workload is never written referencing a
+    # template that could not be written), and, when kustomization roots are verified, for the render
+    # check. Printed output is one stream, and goes out as it comes.
+    verifying = to_files and run.verifies_renders()
+    held: dict[Path | None, list[FileResult]] = {}
     for result in run.results():
         unit = run.unit_of.get(result.source.path) if to_files and result.source.path is not None else None
-        if unit is not None and result.changed:
+        if result.changed and (unit is not None or (verifying and result.source.path is not None)):
             held.setdefault(unit, []).append(result)
         else:
             _emit(args, result, writer)
+    ready: list[FileResult] = []  # templates files first: a crash between writes leaves no dangling reference
     for unit, template_results in run.template_units():
         waiting = held.pop(unit, [])
         failed = next((r for r in template_results if r.has_errors), None)
         if failed is not None:
-            run.withdraw(waiting, failed)
+            where = failed.source.display
+            run.withdraw(waiting, f"the templates it would reference go to {where}, which could not be written")
             continue
-        for result in template_results:
-            if run.placement == "single":  # the templates file is written where it was named, in every mode
-                if result.changed and result.source.path is not None:
-                    write_atomic(result.source.path, result.text)
-            else:
-                _emit(args, result, writer)
-        for result in waiting:
-            _emit(args, result, writer)
-    for waiting in held.values():  # units whose templates were all in place already
-        for result in waiting:
+        ready[:0] = template_results
+        ready.extend(waiting)
+    for waiting in held.values():  # units whose templates were all in place already, and files of no unit
+        ready.extend(waiting)
+    if verifying:
+        ready = _verified(run, ready)
+    for result in ready:
+        if run.templates_path is not None and result.source.path == run.templates_path:
+            if result.changed:  # the templates file is written where it was named, in every mode
+                write_atomic(result.source.path, result.text)
+        else:
             _emit(args, result, writer)
     writer.finish()
     if args.device_classes:
         write_atomic(Path(args.device_classes), run.device_classes_text())
     run.reporter.finish()
     return EXIT_ERROR if run.any_errors else EXIT_OK
+
+
+def _changes(results: Iterable[FileResult]) -> dict[Path, str]:
+    return {r.source.path.resolve(): r.text for r in results if r.changed and r.source.path is not None}
+
+
+def _verified(run: Run, ready: list[FileResult]) -> list[FileResult]:
+    """The files to write once every kustomization root they feed renders the same devices."""
+    failed = run.failed_renders(_changes(ready))
+    if not failed:
+        return ready
+    keep: list[FileResult] = []
+    withdrawn: list[FileResult] = []
+    for result in ready:
+        path = result.source.path.resolve() if result.source.path is not None else None
+        blocked = path is not None and any(check.covers(run.index, path) for check in failed)
+        (withdrawn if blocked else keep).append(result)
+    run.withdraw(withdrawn, "a kustomization that renders it would give its pods other devices (render-mismatch)")
+    return keep
 
 
 def _chain(first: Iterable[FileResult], then: Any) -> Iterator[FileResult]:
@@ -448,10 +511,16 @@ def run_diff(args: argparse.Namespace) -> int:
         return fail("diff", str(exc))
     colour = use_colour(sys.stdout)
     changes = False
+    verifying = run.verifies_renders()
+    changed: list[FileResult] = []
     for result in _chain(run.results(), run.template_files):
         if result.changed:
             changes = True
             _write_diff(result.source.display, result.original, result.text, colour)
+            if verifying:
+                changed.append(result)
+    if verifying:
+        run.failed_renders(_changes(changed))
     if args.device_classes:
         path = Path(args.device_classes)
         before = read_file(path) if path.is_file() else ""

@@ -24,13 +24,14 @@ _PATCH_LISTS = ("patches", "patchesJson6902")
 
 
 class Kustomization:
-    __slots__ = ("data", "directories", "files", "path", "text")
+    __slots__ = ("data", "directories", "files", "patches", "path", "text")
 
     def __init__(self, path: Path, data: dict[str, Any], text: str) -> None:
         self.path = path  # the kustomization file
         self.data = data
         self.text = text
         self.files: set[Path] = set()  # resolved files it lists (resources and patches)
+        self.patches: set[Path] = set()  # those of them it lists as patches
         self.directories: set[Path] = set()  # resolved directories it lists
 
     @property
@@ -42,18 +43,19 @@ class Kustomization:
         return [key for key in ("namePrefix", "nameSuffix") if self.data.get(key)]
 
 
-def _entries(data: dict[str, Any]) -> list[str]:
-    out: list[str] = []
+def _entries(data: dict[str, Any]) -> list[tuple[str, bool]]:
+    """(path, is a patch) for every local path the kustomization lists."""
+    out: list[tuple[str, bool]] = []
     for key in _PATH_LISTS:
         values = data.get(key)
         if isinstance(values, list):
-            out.extend(v for v in values if isinstance(v, str))
+            out.extend((v, key == "patchesStrategicMerge") for v in values if isinstance(v, str))
     for key in _PATCH_LISTS:
         values = data.get(key)
         for patch in values if isinstance(values, list) else ():
             if isinstance(patch, dict) and isinstance(patch.get("path"), str):
-                out.append(patch["path"])
-    return [entry for entry in out if "://" not in entry and not entry.startswith("git@")]
+                out.append((patch["path"], True))
+    return [(entry, patch) for entry, patch in out if "://" not in entry and not entry.startswith("git@")]
 
 
 class KustomizationIndex:
@@ -86,9 +88,11 @@ class KustomizationIndex:
             if not isinstance(data, dict):
                 return None
             kustomization = Kustomization(path, data, text)
-            for entry in _entries(data):
+            for entry, patch in _entries(data):
                 target = (directory / entry).resolve()
                 (kustomization.directories if target.is_dir() else kustomization.files).add(target)
+                if patch:
+                    kustomization.patches.add(target)
             return kustomization
         return None
 

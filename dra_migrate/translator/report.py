@@ -9,7 +9,7 @@ import sys
 from collections import Counter
 from typing import Any, TextIO
 
-from dra_migrate.engine import Finding
+from dra_migrate.engine import Finding, Severity
 from dra_migrate.translator.pipeline import FileResult
 
 WIDTH = 100  # the text report stays readable in a 100-column terminal
@@ -281,11 +281,15 @@ class Reporter:
 
     def add_file_finding(self, result: FileResult, finding: Finding) -> None:
         """A finding about a file already added (a decision taken after it was converted)."""
-        if not result.has_errors:
+        if not result.has_errors and finding.severity is Severity.ERROR:
             self.summary.files_with_errors += 1
         result.file_findings.append(finding)
+        self.add_about(result.source.display, finding)
+
+    def add_about(self, file: str, finding: Finding) -> None:
+        """A finding about a file, whether or not the run converted it (a kustomization it rendered)."""
         self.summary.severities.update([str(finding.severity)])
-        row = {"file": result.source.display, "document": None, **finding.as_dict()}
+        row = {"file": file, "document": None, **finding.as_dict()}
         for report in (self.json, self.file_text, None if self.json_on_stderr else self.stderr_text):
             if report is not None:
                 report.add_rows([row])

@@ -1,0 +1,70 @@
+"""Running the real kustomize: which binary, and one `build` of a directory into objects.
+
+`DRA_MIGRATE_KUSTOMIZE` names the binary (kustomize, or a kubectl, which runs `kubectl kustomize`);
+else `kustomize` on PATH; else `kubectl kustomize` (the kustomize built into kubectl). The render is
+what the cluster will receive, so it is the ground truth translator.verify compares before and after
+a conversion.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import yaml
+
+from dra_migrate.translator.yamltext import kubeyaml
+
+ENVIRONMENT_VARIABLE = "DRA_MIGRATE_KUSTOMIZE"
+BUILD_TIMEOUT_S = 120
+
+
+class Renderer(NamedTuple):
+    command: tuple[str, ...]  # the build command before the directory
+
+    @property
+    def label(self) -> str:
+        return " ".join(self.command[:-1] if self.command[-1] == "build" else self.command)
+
+
+class RenderError(Exception):
+    pass
+
+
+def find_renderer() -> Renderer | None:
+    named = os.environ.get(ENVIRONMENT_VARIABLE)
+    if named:
+        return Renderer((named, "kustomize" if Path(named).name.startswith("kubectl") else "build"))
+    kustomize = shutil.which("kustomize")
+    if kustomize:
+        return Renderer((kustomize, "build"))
+    kubectl = shutil.which("kubectl")
+    if kubectl:
+        return Renderer((kubectl, "kustomize"))
+    return None
+
+
+def build(renderer: Renderer, directory: Path) -> list[Any]:
+    """The objects `kustomize build DIRECTORY` renders; RenderError with kustomize's message."""
+    import subprocess  # only runs over kustomizations build (it imports signal: a one-file run does not)
+
+    try:
+        done = subprocess.run(
+            [*renderer.command, str(directory)],
+            capture_output=True,
+            text=True,
+            timeout=BUILD_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise RenderError(f"{renderer.label} could not run: {exc}") from exc
+    if done.returncode != 0:
+        message = " ".join(done.stderr.split()) or f"exit {done.returncode}"
+        raise RenderError(message[:500])
+    try:
+        return [d for d in kubeyaml.load_all(done.stdout) if isinstance(d, dict)]
+    except (ValueError, yaml.YAMLError) as exc:  # kustomize writes YAML it can read; this is a broken binary
+        raise RenderError(f"{renderer.label} wrote unreadable YAML: {exc}") from exc

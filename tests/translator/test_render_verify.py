@@ -1,0 +1,246 @@
+"""Render verification with the real kustomize: every kustomization root is built before and after
+the conversion; a root whose containers would get other devices is an error, and nothing it renders
+from is written. The cases are the overlays real GitOps repositories use."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubectl import require_kubectl
+from translator_cli_support import Runner
+
+from dra_migrate.engine import default_config
+from dra_migrate.translator.devices import compare, device_view
+
+TWO_CONTAINERS = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: trainer
+spec:
+  selector: {matchLabels: {app: trainer}}
+  template:
+    metadata: {labels: {app: trainer}}
+    spec:
+      containers:
+      - name: a
+        image: cuda
+        resources:
+          limits:
+            nvidia.com/gpu: 2
+      - name: b
+        image: cuda
+        resources:
+          limits:
+            nvidia.com/gpu: 2
+"""
+
+ONE_CONTAINER = TWO_CONTAINERS.split("      - name: b")[0]
+
+SMP_PATCH_A_TO_1 = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: trainer
+spec:
+  template:
+    spec:
+      containers:
+      - name: a
+        resources:
+          limits:
+            nvidia.com/gpu: 1
+"""
+
+JSON6902_TO_8 = """\
+resources:
+- ../../base
+patches:
+- target: {kind: Deployment, name: trainer}
+  patch: |-
+    - op: replace
+      path: /spec/template/spec/containers/0/resources/limits/nvidia.com~1gpu
+      value: 8
+"""
+
+
+@pytest.fixture(autouse=True)
+def kustomize(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    kubectl = require_kubectl()
+    monkeypatch.setenv("DRA_MIGRATE_KUSTOMIZE", str(kubectl))
+    yield kubectl
+
+
+def _lay_out(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _rows(stderr: str, rule: str) -> list[dict[str, Any]]:
+    return [r for r in json.loads(stderr)["findings"] if r["rule"] == rule]
+
+
+def _base(root: Path, deployment: str = TWO_CONTAINERS) -> None:
+    _lay_out(root, {"base/kustomization.yaml": "resources:\n- deployment.yaml\n", "base/deployment.yaml": deployment})
+
+
+def _refused_and_untouched(run_cli: Runner, root: Path, *extra: str) -> list[dict[str, Any]]:
+    before = _snapshot(root)
+    result = run_cli("convert", "--in-place", "--report", "json", *extra, str(root))
+    assert result.code == 2, result.stderr
+    assert _snapshot(root) == before, "a root that failed verification was written"
+    mismatches = _rows(result.stderr, "render-mismatch")
+    assert mismatches and all(r["severity"] == "error" for r in mismatches)
+    return mismatches
+
+
+def test_a_base_and_overlays_that_render_the_same_devices_are_verified(run_cli: Runner, tmp_path: Path) -> None:
+    _base(tmp_path, ONE_CONTAINER)
+    _lay_out(
+        tmp_path,
+        {
+            "overlays/prod/kustomization.yaml": "resources:\n- ../../base\npatches:\n- path: gpus.yaml\n",
+            "overlays/prod/gpus.yaml": SMP_PATCH_A_TO_1,
+            "overlays/dev/kustomization.yaml": "resources:\n- ../../base\nnamespace: dev\n",
+        },
+    )
+    result = run_cli("convert", "--in-place", "--report", "json", str(tmp_path))
+    assert result.code == 0, result.stderr
+    verified = {Path(r["file"]).parent.name for r in _rows(result.stderr, "render-verified")}
+    assert verified == {"base", "prod", "dev"}
+    assert "resourceClaims" in (tmp_path / "base" / "deployment.yaml").read_text()
+
+
+def test_a_strategic_merge_patch_that_replaces_the_claim_list_is_refused(run_cli: Runner, tmp_path: Path) -> None:
+    """kustomize's schema does not merge `resourceClaims` by name: the patch's list replaces the base's,
+    and container b would reference a claim its pod does not declare."""
+    _base(tmp_path)
+    _lay_out(
+        tmp_path,
+        {
+            "overlays/prod/kustomization.yaml": "resources:\n- ../../base\npatches:\n- path: gpus.yaml\n",
+            "overlays/prod/gpus.yaml": SMP_PATCH_A_TO_1,
+        },
+    )
+    mismatches = _refused_and_untouched(run_cli, tmp_path)
+    assert {Path(r["file"]).parent.name for r in mismatches} == {"prod"}
+    assert any("container b" in r["message"] for r in mismatches)
+
+
+@pytest.mark.parametrize(
+    ("memory", "expected"),
+    [(False, "cannot build it after the conversion"), (True, "both by the device plugin and DRA")],
+)
+@pytest.mark.parametrize("operation", ["replace", "add"])
+def test_a_json6902_patch_on_the_gpu_count_is_refused(
+    run_cli: Runner, tmp_path: Path, operation: str, memory: bool, expected: str
+) -> None:
+    """Without other limits the patch no longer finds the map it patches; with them it would set
+    `nvidia.com/gpu: 8` beside a claim for 2, one vendor served both ways."""
+    extra = "\n            memory: 8Gi" if memory else ""
+    _base(tmp_path, ONE_CONTAINER.replace("nvidia.com/gpu: 2", "nvidia.com/gpu: 2" + extra))
+    _lay_out(tmp_path, {"overlays/big/kustomization.yaml": JSON6902_TO_8.replace("op: replace", f"op: {operation}")})
+    mismatches = _refused_and_untouched(run_cli, tmp_path)
+    assert any(expected in r["message"] for r in mismatches), mismatches
+
+
+def test_an_overlay_converted_without_its_base_is_refused_naming_the_base(run_cli: Runner, tmp_path: Path) -> None:
+    _base(tmp_path)
+    _lay_out(
+        tmp_path,
+        {
+            "overlays/prod/kustomization.yaml": "resources:\n- ../../base\npatches:\n- path: gpus.yaml\n",
+            "overlays/prod/gpus.yaml": SMP_PATCH_A_TO_1,
+        },
+    )
+    mismatches = _refused_and_untouched(run_cli, tmp_path / "overlays")
+    assert any(str((tmp_path / "base").resolve()) in r["message"] and "base" in r["message"] for r in mismatches)
+
+
+def test_diff_exits_2_for_a_render_that_changes(run_cli: Runner, tmp_path: Path) -> None:
+    _base(tmp_path, ONE_CONTAINER)
+    _lay_out(tmp_path, {"overlays/big/kustomization.yaml": JSON6902_TO_8})
+    result = run_cli("diff", "--report", "json", str(tmp_path))
+    assert result.code == 2
+    assert _rows(result.stderr, "render-mismatch")
+
+
+def test_the_flag_turns_verification_off(run_cli: Runner, tmp_path: Path) -> None:
+    _base(tmp_path, ONE_CONTAINER)
+    _lay_out(tmp_path, {"overlays/big/kustomization.yaml": JSON6902_TO_8})
+    result = run_cli("convert", "--in-place", "--report", "json", "--no-verify-render", str(tmp_path))
+    assert result.code == 0
+    assert not _rows(result.stderr, "render-verified") and not _rows(result.stderr, "render-mismatch")
+
+
+def test_without_kustomize_or_kubectl_the_run_says_it_did_not_verify(
+    run_cli: Runner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("DRA_MIGRATE_KUSTOMIZE")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    _base(tmp_path, ONE_CONTAINER)
+    result = run_cli("convert", "--in-place", "--report", "json", str(tmp_path))
+    assert result.code == 0
+    (row,) = _rows(result.stderr, "render-not-verified")
+    assert row["severity"] == "warning" and "kubectl" in row["message"]
+
+
+def test_a_real_kustomize_binary_renders_the_same_way(run_cli: Runner, tmp_path: Path) -> None:
+    """The standalone kustomize (tests/translator/build-kustomize.sh), where it was built, named by the variable."""
+    cache = Path(os.environ.get("DRA_MIGRATE_CACHE") or Path.home() / ".cache" / "dra-migrate")
+    found = shutil.which("kustomize") or next((str(p) for p in sorted(cache.glob("kustomize-v*/kustomize"))), None)
+    if found is None:
+        pytest.skip("no standalone kustomize: run tests/translator/build-kustomize.sh")
+    os.environ["DRA_MIGRATE_KUSTOMIZE"] = found  # restored by the autouse fixture's monkeypatch
+    _base(tmp_path)
+    _lay_out(tmp_path, {"overlays/dev/kustomization.yaml": "resources:\n- ../../base\n"})
+    result = run_cli("convert", "--in-place", "--report", "json", str(tmp_path))
+    assert result.code == 0, result.stderr
+    assert len(_rows(result.stderr, "render-verified")) == 2
+
+
+# -- the comparison itself ------------------------------------------------------------------------
+
+
+def _pod(containers: list[dict[str, Any]], claims: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": containers}
+    if claims is not None:
+        spec["resourceClaims"] = claims
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec}
+
+
+def _template(name: str, count: int, device_class: str = "gpu.nvidia.com") -> dict[str, Any]:
+    request = {"name": "gpu", "exactly": {"deviceClassName": device_class, "count": count}}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name},
+        "spec": {"spec": {"devices": {"requests": [request]}}},
+    }
+
+
+def test_a_claim_for_the_same_count_equals_the_device_plugin_request() -> None:
+    config = default_config()
+    before = device_view([_pod([{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "2"}}}])], config)
+    claimed = _pod(
+        [{"name": "c", "resources": {"claims": [{"name": "g"}]}}], [{"name": "g", "resourceClaimTemplateName": "t"}]
+    )
+    assert compare(before, device_view([claimed, _template("t", 2)], config)) == []
+    problems = compare(before, device_view([claimed, _template("t", 3)], config))
+    assert problems == ["Pod p container c: gpu.nvidia.com was 2 via device plugin, would be 3 via claim"]
+    missing = compare(before, device_view([claimed], config))
+    assert "Pod p container c: claim g uses template t, which the render does not hold" in missing
+    assert "Pod p container c: gpu.nvidia.com was 2 via device plugin, would be none" in missing
