@@ -330,6 +330,33 @@ class Run:
             self.reporter.add_file_finding(result, Finding(Severity.ERROR, "not-written", "", f"left unchanged: {why}"))
             self.any_errors = True
 
+    # -- overlays --------------------------------------------------------------------------
+
+    def complete_patches(self, results: Iterable[FileResult]) -> None:
+        """Converted strategic-merge patches get their base's other claims (translator.overlays)."""
+        from dra_migrate.translator.overlays import base_claims, complete_patch
+
+        changed = {r.source.path.resolve(): r for r in results if r.changed and r.source.path is not None}
+        for kustomization in self.index.known():
+            patches = [changed[p] for p in sorted(kustomization.patches) if p in changed]
+            patches = [r for r in patches if "resourceClaims" in r.text]
+            if not patches:
+                continue
+            resources: set[Path] = set()
+            for k in (kustomization, *self.index.reachable(kustomization)):
+                resources |= k.files - k.patches
+            bases = base_claims((self._current_text(p, changed) for p in sorted(resources)), self.options.config)
+            for result in patches:
+                result.text = complete_patch(result.text, bases, self.options.config)
+
+    def _current_text(self, path: Path, changed: dict[Path, FileResult]) -> str:
+        if path in changed:
+            return changed[path].text
+        try:
+            return read_file(path, self.limit)
+        except (OSError, UnicodeDecodeError, InputTooLargeError):
+            return ""  # its error is reported where the file is converted
+
     # -- render verification --------------------------------------------------------------
 
     def verifies_renders(self) -> bool:
@@ -446,6 +473,11 @@ def run_convert(args: argparse.Namespace) -> int:
     verifying = to_files and run.verifies_renders()
     held: dict[Path | None, list[FileResult]] = {}
     for result in run.results():
+        if to_files and result.changed and result.has_errors:
+            # a file with an error stays as it was: untouched in place, copied as it was to --output-dir
+            run.withdraw([result], "it has errors (see above), and a file is converted whole or not at all")
+            _emit(args, FileResult(result.source, result.original, result.original), writer)
+            continue
         unit = run.unit_of.get(result.source.path) if to_files and result.source.path is not None else None
         if result.changed and (unit is not None or (verifying and result.source.path is not None)):
             held.setdefault(unit, []).append(result)
@@ -463,6 +495,7 @@ def run_convert(args: argparse.Namespace) -> int:
         ready.extend(waiting)
     for waiting in held.values():  # units whose templates were all in place already, and files of no unit
         ready.extend(waiting)
+    run.complete_patches(ready)
     if verifying:
         ready = _verified(run, ready)
     for result in ready:
@@ -511,16 +544,23 @@ def run_diff(args: argparse.Namespace) -> int:
         return fail("diff", str(exc))
     colour = use_colour(sys.stdout)
     changes = False
-    verifying = run.verifies_renders()
+    # Over kustomizations, patches are completed from their bases and renders verified before the
+    # diff is printed: changed files are held. Otherwise each diff goes out as it comes.
+    holding = bool(run.index.known())
     changed: list[FileResult] = []
     for result in _chain(run.results(), run.template_files):
         if result.changed:
             changes = True
-            _write_diff(result.source.display, result.original, result.text, colour)
-            if verifying:
+            if holding:
                 changed.append(result)
-    if verifying:
-        run.failed_renders(_changes(changed))
+            else:
+                _write_diff(result.source.display, result.original, result.text, colour)
+    if holding:
+        run.complete_patches(changed)
+        for result in changed:
+            _write_diff(result.source.display, result.original, result.text, colour)
+        if run.verifies_renders():
+            run.failed_renders(_changes(changed))
     if args.device_classes:
         path = Path(args.device_classes)
         before = read_file(path) if path.is_file() else ""

@@ -10,7 +10,6 @@ dangling reference differs from its input, while a reference that was dangling b
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -47,15 +46,18 @@ def _request_devices(request: Mapping[str, Any]) -> tuple[str, str] | None:
     return str(device_class), str(request.get("count", 1))
 
 
-def _template_devices(template: Mapping[str, Any]) -> Counter[str]:
+def _template_devices(template: Mapping[str, Any]) -> list[tuple[str, str]]:
     spec = (template.get("spec") or {}).get("spec") or {}
     requests = ((spec.get("devices") or {}).get("requests")) or []
-    devices: Counter[str] = Counter()
-    for request in requests if isinstance(requests, list) else ():
-        found = _request_devices(request) if isinstance(request, Mapping) else None
-        if found is not None:
-            devices[f"{found[0]}={found[1]}"] += 1
-    return devices
+    found = [_request_devices(r) for r in requests if isinstance(r, Mapping)] if isinstance(requests, list) else []
+    return [f for f in found if f is not None]
+
+
+def _total(counts: list[str]) -> str:
+    """Counts of one DeviceClass added up ("all" and other words are kept as they are)."""
+    if all(c.isdigit() for c in counts):
+        return str(sum(int(c) for c in counts))
+    return "+".join(counts)
 
 
 def _plugin_devices(container: Mapping[str, Any], config: Config) -> dict[str, str]:
@@ -80,6 +82,7 @@ def _claim_devices(
     namespace: str,
 ) -> dict[str, str]:
     out: dict[str, str] = {}
+    counts: dict[str, list[str]] = {}
     resources = container.get("resources") or {}
     claims = resources.get("claims") if isinstance(resources, Mapping) else None
     for claim in claims if isinstance(claims, list) else ():
@@ -96,9 +99,9 @@ def _claim_devices(
         if template is None:
             out[f"claim {name}"] = f"uses template {template_name}, which the render does not hold"
             continue
-        for device, count in _template_devices(template).items():
-            device_class, number = device.split("=", 1)
-            out[device_class] = f"{number} via claim" + (f" x{count}" if count > 1 else "")
+        for device_class, number in _template_devices(template):
+            counts.setdefault(device_class, []).append(number)
+    out.update((device_class, f"{_total(numbers)} via claim") for device_class, numbers in counts.items())
     return out
 
 
@@ -164,8 +167,4 @@ def _count(source: str | None) -> str | None:
     """The device count of a source, whichever way it is served ("2 via claim" equals "2 via device plugin")."""
     if source is None:
         return None
-    if " via " not in source:
-        return source
-    number, _, rest = source.partition(" via ")
-    repeat = rest.rpartition(" x")[2] if " x" in rest else "1"
-    return number if repeat == "1" else f"{number}x{repeat}"
+    return source.partition(" via ")[0]

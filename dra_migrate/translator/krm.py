@@ -65,6 +65,7 @@ def _read(text: str) -> dict[str, Any]:
     try:
         data = yaml.load(text, Loader=yaml.CSafeLoader)
         limits.check_document(text, data)
+        data = kubeyaml.unshared(data, text)
     except yaml.YAMLError as exc:
         raise KrmInputError(f"stdin: {invalid_yaml(exc, limits.parser_problem(exc))}") from exc
     except limits.LimitError as exc:

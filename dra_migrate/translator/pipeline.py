@@ -295,7 +295,7 @@ def _convert_stream(
         except limits.LimitError as exc:
             return _refused(result, f"document {index + 1}: {exc}; file left unchanged")
         result.existing.extend(held_templates([document.obj]))
-        converted = _convert_document(document.obj, report, options)
+        converted = _convert_document(kubeyaml.unshared(document.obj, document.text), report, options)
         result.extended.update((spec.resource, spec) for spec in converted.extended)
         if report.status == "dropped":
             header = f"---{nl}" if document.text.startswith("---") else ""

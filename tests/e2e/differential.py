@@ -165,6 +165,8 @@ class TranslatorRun:
     findings: dict[str, dict[Key, list[str]]] = field(default_factory=dict)  # severity -> key -> texts
     # key -> ".path" of a field the translator warned a feature gate it needs is off -> those gates
     gated: dict[Key, dict[str, tuple[str, ...]]] = field(default_factory=dict)
+    # file -> why it was left as it was (a file with an error is converted whole or not at all)
+    files_left: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def index(cls, target: Target, conversion: Conversion, device_classes: Path | None = None) -> TranslatorRun:
@@ -178,6 +180,11 @@ class TranslatorRun:
         for severity in ("error", "warning"):
             found = run.findings.setdefault(severity, {})
             for finding in conversion.findings(severity):
+                if finding.get("file") and finding.get("document") is None:
+                    if finding["rule"] == "not-written":
+                        file = str(Path(finding["file"]).relative_to(conversion.source))
+                        run.files_left[file] = f"not-written: {finding['message']}"
+                    continue
                 where = _finding_key(finding, conversion.source)
                 if where is not None:
                     found.setdefault(where, []).append(f"{finding['rule']}: {finding['message']}")
@@ -186,7 +193,8 @@ class TranslatorRun:
         return run
 
     def errors_for(self, key: Key) -> list[str]:
-        return self.findings["error"].get((*key[:4], 0), [])
+        left = [self.files_left[key[0]]] if key[0] in self.files_left else []
+        return self.findings["error"].get((*key[:4], 0), left)
 
     def warnings_for(self, key: Key) -> list[str]:
         return self.findings["warning"].get((*key[:4], 0), [])

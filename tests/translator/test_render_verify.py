@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubectl import require_kubectl
 from translator_cli_support import Runner
 
@@ -124,20 +126,47 @@ def test_a_base_and_overlays_that_render_the_same_devices_are_verified(run_cli: 
     assert "resourceClaims" in (tmp_path / "base" / "deployment.yaml").read_text()
 
 
-def test_a_strategic_merge_patch_that_replaces_the_claim_list_is_refused(run_cli: Runner, tmp_path: Path) -> None:
-    """kustomize's schema does not merge `resourceClaims` by name: the patch's list replaces the base's,
-    and container b would reference a claim its pod does not declare."""
+@pytest.mark.parametrize("style", ["patches", "patchesStrategicMerge"])
+def test_a_strategic_merge_patch_of_one_container_keeps_the_others_claims(
+    run_cli: Runner, tmp_path: Path, kustomize: Path, style: str
+) -> None:
+    """kustomize's schema does not merge `resourceClaims` by name: the patch's list replaces the base's.
+    The converted patch carries the base's other claims, so container b keeps its 2 GPUs and a gets 1."""
+    _base(tmp_path)
+    listed = "patches:\n- path: gpus.yaml\n" if style == "patches" else "patchesStrategicMerge:\n- gpus.yaml\n"
+    _lay_out(
+        tmp_path,
+        {
+            "overlays/prod/kustomization.yaml": "resources:\n- ../../base\n" + listed,
+            "overlays/prod/gpus.yaml": SMP_PATCH_A_TO_1,
+        },
+    )
+    result = run_cli("convert", "--in-place", "--report", "json", str(tmp_path))
+    assert result.code == 0, result.stderr
+    assert {Path(r["file"]).parent.name for r in _rows(result.stderr, "render-verified")} == {"base", "prod"}
+    rendered = subprocess.run(
+        [str(kustomize), "kustomize", str(tmp_path / "overlays" / "prod")], capture_output=True, text=True, check=True
+    ).stdout
+    objects = [d for d in yaml.safe_load_all(rendered) if isinstance(d, dict)]
+    counts = {
+        key[4]: devices for key, devices in device_view(objects, default_config()).items() if key[0] == "Deployment"
+    }
+    assert counts == {"a": {"gpu.nvidia.com": "1 via claim"}, "b": {"gpu.nvidia.com": "2 via claim"}}
+
+
+def test_a_patch_that_takes_a_containers_gpus_away_is_refused(run_cli: Runner, tmp_path: Path) -> None:
+    """`nvidia.com/gpu: 0` in the patch has nothing to convert, but the base's claim would stay."""
     _base(tmp_path)
     _lay_out(
         tmp_path,
         {
-            "overlays/prod/kustomization.yaml": "resources:\n- ../../base\npatches:\n- path: gpus.yaml\n",
-            "overlays/prod/gpus.yaml": SMP_PATCH_A_TO_1,
+            "overlays/cpu/kustomization.yaml": "resources:\n- ../../base\npatches:\n- path: gpus.yaml\n",
+            "overlays/cpu/gpus.yaml": SMP_PATCH_A_TO_1.replace("gpu: 1", "gpu: 0"),
         },
     )
     mismatches = _refused_and_untouched(run_cli, tmp_path)
-    assert {Path(r["file"]).parent.name for r in mismatches} == {"prod"}
-    assert any("container b" in r["message"] for r in mismatches)
+    assert {Path(r["file"]).parent.name for r in mismatches} == {"cpu"}
+    assert any("container a" in r["message"] for r in mismatches)
 
 
 @pytest.mark.parametrize(

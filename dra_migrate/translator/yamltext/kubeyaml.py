@@ -295,6 +295,25 @@ def _build_all(text: str) -> list[Any]:
         loader.dispose()
 
 
+def unshared(obj: Any, text: str) -> Any:
+    """`obj` with every alias made a value of its own, when `text` has any (`*name`).
+
+    A loader gives an alias the very object of its anchor, so a change made through one place (the
+    Master's `resources`) would appear at every other (the Worker's). Call it after the limits check:
+    an alias bomb must be refused before it is expanded."""
+    if "*" not in text:
+        return obj
+    return _copy(obj)
+
+
+def _copy(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {key: _copy(value) for key, value in obj.items()}
+    if isinstance(obj, list):
+        return [_copy(value) for value in obj]
+    return obj
+
+
 def dump(obj: Any) -> str:
     """Block-style YAML of plain values, in key order, that kubectl reads back as exactly `obj`."""
     return str(
