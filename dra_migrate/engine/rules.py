@@ -91,6 +91,7 @@ RULES: tuple[Rule, ...] = (
     Rule("comment-lost", WARN, "a comment line the fallback editor could not keep (anchors, merge keys, tags)"),
     Rule("template-conflict", ERROR, "a generated ResourceClaimTemplate's name is taken by another spec; kept"),
     Rule("template-reference", WARN, "a kustomization renames templates but not the references to them"),
+    Rule("device-class-kept", WARN, "a generated DeviceClass's name is taken by another spec in its file; kept"),
     Rule("not-written", ERROR, "a file left unchanged because its unit could not be written whole"),
     Rule("render-mismatch", ERROR, "kustomize renders other devices for a container after the conversion"),
     Rule("render-not-verified", WARN, "a kustomization root could not be rendered to check the conversion"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from collections.abc import Iterable, Iterator
@@ -30,15 +31,21 @@ from dra_migrate.translator import limits
 from dra_migrate.translator.inputs import InputTooLargeError, read_file, read_stdin
 from dra_migrate.translator.kustomize import FILE_NAMES, TEMPLATES_FILE, Kustomization, KustomizationIndex
 from dra_migrate.translator.naming import InputNames
-from dra_migrate.translator.output import JsonWriter, StdoutWriter, install_signal_cleanup, write_atomic
-from dra_migrate.translator.pipeline import FileResult, RunOptions, dump_documents, place_templates, process
-from dra_migrate.translator.placement import add_resource, merge_templates
+from dra_migrate.translator.output import (
+    JsonWriter,
+    StdoutWriter,
+    install_signal_cleanup,
+    write_atomic,
+    write_bytes_atomic,
+)
+from dra_migrate.translator.pipeline import FileResult, RunOptions, place_templates, process
+from dra_migrate.translator.placement import add_resource, merge_device_classes, merge_templates
 from dra_migrate.translator.prefilter import documents_mentioning
 from dra_migrate.translator.registry import TemplateKey, TemplateRegistry, template_key
 from dra_migrate.translator.render import find_renderer
 from dra_migrate.translator.report import Progress, Reporter, paint, use_colour
 from dra_migrate.translator.runner import Work, default_jobs, read_error, run_files
-from dra_migrate.translator.sources import Source, discover, display_path, has_stdin
+from dra_migrate.translator.sources import Source, common_base, discover, display_path, has_stdin, unselected
 from dra_migrate.translator.yamltext import kubeyaml
 
 
@@ -83,7 +90,7 @@ class Run:
         self.stdin_text = self._read_stdin() if has_stdin(args.paths) else None
         self._streams: dict[Path, str] = {}
         self.registry = TemplateRegistry()  # DeviceClasses; templates too for the stream and single placements
-        self.names = InputNames()
+        self.names = InputNames(common_base(args.paths))
         self.index = KustomizationIndex(self.names)
         self.existing: dict[Path, set[TemplateKey]] = {}  # templates each input file already holds
         self._prepass()
@@ -126,8 +133,26 @@ class Run:
         except (InputTooLargeError, UnicodeDecodeError) as exc:
             raise UsageError(f"<stdin>: {exc}") from exc
 
-    def device_classes_text(self) -> str:
-        """The DeviceClasses for every name left to KEP-5004 in this run, in the target's version."""
+    def device_classes_file(self) -> FileResult:
+        """The --device-classes file with a DeviceClass for every name left to KEP-5004 in this run,
+        in the target's version, merged into what the file holds (its other objects and comments kept)."""
+        path = Path(self.args.device_classes)
+        source = Source(path, Path(path.name))
+        try:
+            existing = read_file(path, self.limit) if path.exists() else ""
+        except (OSError, UnicodeDecodeError, InputTooLargeError) as exc:
+            result = FileResult(source, "", "")
+            result.error = f"cannot read, DeviceClasses not written: {getattr(exc, 'strerror', None) or exc}"
+            self.record(result)
+            return result
+        merged = merge_device_classes(existing, self._device_classes())
+        result = FileResult(source, existing, merged.text)
+        result.error = merged.error
+        result.file_findings.extend(Finding(Severity.WARNING, "device-class-kept", "", c) for c in merged.conflicts)
+        self.record(result)
+        return result
+
+    def _device_classes(self) -> list[dict[str, Any]]:
         documents = []
         for resource in sorted(self.extended):
             device_class = build_device_class(self.extended[resource])
@@ -141,7 +166,7 @@ class Run:
             self.any_errors |= written.has_errors
             if written.object is not None and not written.has_errors:
                 documents.append(written.object)
-        return dump_documents(documents)
+        return documents
 
     def sources(self) -> Iterator[Source]:
         return discover(self._paths, self._include, self._exclude)
@@ -423,25 +448,74 @@ def _placement(args: argparse.Namespace, stream: bool) -> str:
     return str(args.template_placement or "kustomization")
 
 
+def _output_path_problem(args: argparse.Namespace) -> str | None:
+    """What makes a named output impossible before anything is converted (never a traceback later)."""
+    output_dir = getattr(args, "output_dir", None)
+    if output_dir and Path(output_dir).exists() and not Path(output_dir).is_dir():
+        return f"--output-dir {output_dir} is a file, not a directory"
+    for flag, value in (("--device-classes", args.device_classes), ("--templates-file", args.templates_file)):
+        if value and Path(value).is_dir():
+            return f"{flag} {value} is a directory; name a YAML file"
+    if args.report_file:
+        report = Path(args.report_file)
+        if report.is_dir():
+            return f"--report-file {report} is a directory"
+        if not report.parent.is_dir():
+            return f"--report-file {report}: the directory {report.parent} does not exist"
+    return None
+
+
 def _start(args: argparse.Namespace, stream: bool) -> Run:
+    problem = _output_path_problem(args)
+    if problem is not None:
+        raise UsageError(problem)
     try:
         return Run(args, _placement(args, stream))
     except (ConfigError, TargetVersionError) as exc:
         raise UsageError(f"config: {exc}") from exc
 
 
-def _emit(args: argparse.Namespace, result: FileResult, writer: StdoutWriter | JsonWriter) -> None:
+def _write(run: Run, result: FileResult, target: Path, durable: bool = True) -> None:
+    """The result's text to `target`; a write that fails (a read-only directory, a path that is a
+    file) is the file's error, not a traceback."""
+    try:
+        write_atomic(target, result.text, durable)
+    except OSError as exc:
+        where = exc.filename or result.source.display
+        run.withdraw([result], f"cannot write {where}: {exc.strerror or exc}")
+
+
+def _emit(run: Run, result: FileResult, writer: StdoutWriter | JsonWriter) -> None:
+    args = run.args
+    path = result.source.path
     if args.in_place:
-        if result.changed and result.error is None and result.source.path is not None:
+        if result.changed and result.error is None and path is not None:
             # write through a symbolic link to the file it points at: the link stays a link
-            write_atomic(result.source.path.resolve(), result.text)
+            _write(run, result, path.resolve())
     elif args.output_dir:
-        if result.skipped is None or result.text:
-            write_atomic(Path(args.output_dir) / result.source.relative, result.text, durable=False)
+        target = Path(args.output_dir) / result.source.relative
+        if result.error is not None and not result.original:
+            _copy_as_is(result.source, target)  # unreadable as text: the bytes, never an empty placeholder
+        elif result.skipped is None or result.text:
+            _write(run, result, target, durable=False)
     elif isinstance(writer, JsonWriter):
         writer.add(_output_objects(result))
     else:
         writer.write(result.text)
+
+
+def _copy_as_is(source: Source, target: Path) -> None:
+    if source.path is not None and source.path.is_file():
+        with contextlib.suppress(OSError):  # the read error is in the report already
+            write_bytes_atomic(target, source.path.read_bytes())
+
+
+def _copy_unselected(args: argparse.Namespace) -> None:
+    """The files of the directory arguments that are not converted, copied as they are."""
+    for source in unselected(args.paths, args.include, args.exclude):
+        target = Path(args.output_dir) / source.relative
+        if not target.exists():
+            _copy_as_is(source, target)
 
 
 def _output_objects(result: FileResult) -> list[Any]:
@@ -476,13 +550,13 @@ def run_convert(args: argparse.Namespace) -> int:
         if to_files and result.changed and result.has_errors:
             # a file with an error stays as it was: untouched in place, copied as it was to --output-dir
             run.withdraw([result], "it has errors (see above), and a file is converted whole or not at all")
-            _emit(args, FileResult(result.source, result.original, result.original), writer)
+            _emit(run, FileResult(result.source, result.original, result.original), writer)
             continue
         unit = run.unit_of.get(result.source.path) if to_files and result.source.path is not None else None
         if result.changed and (unit is not None or (verifying and result.source.path is not None)):
             held.setdefault(unit, []).append(result)
         else:
-            _emit(args, result, writer)
+            _emit(run, result, writer)
     ready: list[FileResult] = []  # templates files first: a crash between writes leaves no dangling reference
     for unit, template_results in run.template_units():
         waiting = held.pop(unit, [])
@@ -501,14 +575,19 @@ def run_convert(args: argparse.Namespace) -> int:
     for result in ready:
         if run.templates_path is not None and result.source.path == run.templates_path:
             if result.changed:  # the templates file is written where it was named, in every mode
-                write_atomic(result.source.path, result.text)
+                _write(run, result, run.templates_path)
         else:
-            _emit(args, result, writer)
+            _emit(run, result, writer)
     writer.finish()
+    if args.output_dir:
+        _copy_unselected(args)
     if args.device_classes:
-        write_atomic(Path(args.device_classes), run.device_classes_text())
-    run.reporter.finish()
-    return EXIT_ERROR if run.any_errors else EXIT_OK
+        classes = run.device_classes_file()
+        classes_path = classes.source.path
+        if classes.changed and classes.error is None and classes_path is not None:
+            _write(run, classes, classes_path)
+    reported = run.reporter.finish()
+    return EXIT_ERROR if run.any_errors or not reported else EXIT_OK
 
 
 def _changes(results: Iterable[FileResult]) -> dict[Path, str]:
@@ -562,14 +641,12 @@ def run_diff(args: argparse.Namespace) -> int:
         if run.verifies_renders():
             run.failed_renders(_changes(changed))
     if args.device_classes:
-        path = Path(args.device_classes)
-        before = read_file(path) if path.is_file() else ""
-        after = run.device_classes_text()
-        if after != before:
+        classes = run.device_classes_file()
+        if classes.changed:
             changes = True
-            _write_diff(args.device_classes, before, after, colour)
-    run.reporter.finish()
-    if run.any_errors:
+            _write_diff(classes.source.display, classes.original, classes.text, colour)
+    reported = run.reporter.finish()
+    if run.any_errors or not reported:
         return EXIT_ERROR
     return EXIT_CHANGES if changes else EXIT_OK
 

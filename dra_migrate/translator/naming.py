@@ -11,14 +11,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dra_migrate.translator.sources import Source
+from dra_migrate.translator.sources import Source, output_relative
 
 
 class InputNames:
-    """The run's directory arguments, each resolved once."""
+    """The run's directory arguments, each resolved once; `base` is where output paths start
+    (sources.common_base of the arguments)."""
 
-    def __init__(self) -> None:
+    def __init__(self, base: Path | None = None) -> None:
         self._resolved: dict[Path, Path] = {}
+        self.base = base
 
     def resolved(self, directory: Path) -> Path:
         if directory not in self._resolved:
@@ -35,5 +37,6 @@ class InputNames:
             except ValueError:
                 pass
             else:
-                return Source(root / relative, relative, root)
+                path = root / relative
+                return Source(path, output_relative(path, self.base) if self.base else relative, root)
         return Source(found, Path(found.name), None)

@@ -36,13 +36,18 @@ def install_signal_cleanup() -> None:
 def write_atomic(path: Path, text: str, durable: bool = True) -> None:
     """Temporary file + rename. `durable` also fsyncs: for rewriting sources in place, where a power
     loss must not cost the user's file; a fresh output tree can be regenerated, so it skips that cost."""
+    write_bytes_atomic(path, text.encode("utf-8"), durable)
+
+
+def write_bytes_atomic(path: Path, data: bytes, durable: bool = False) -> None:
+    """write_atomic for bytes: a file copied as it is (an output tree's unconverted files)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
     temporary = _temporary_beside(path)
     try:
         fd = _create_exclusive(temporary)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             if durable:
                 handle.flush()
                 os.fsync(handle.fileno())

@@ -1,8 +1,9 @@
-"""Writing generated ResourceClaimTemplates into a templates file and wiring it into a kustomization.
+"""Writing generated ResourceClaimTemplates into a templates file and wiring it into a kustomization;
+generated DeviceClasses into the --device-classes file.
 
-A templates file is merged, never replaced: templates already there stay byte for byte, new ones
-are appended, and a template generated under a name the file already uses for another spec is an
-error that leaves the file's version in place.
+Such a file is merged, never replaced: objects and comments already there stay byte for byte, new
+ones are appended, and a template generated under a name the file already uses for another spec is
+an error that leaves the file's version in place (a DeviceClass: a warning, the file's is kept).
 """
 
 from __future__ import annotations
@@ -43,7 +44,6 @@ def merge_templates(existing_text: str, templates: list[dict[str, Any]]) -> Merg
     except yaml.YAMLError as exc:
         return Merged(existing_text, error=f"cannot add templates: the file is not valid YAML ({exc})")
     merged = Merged(existing_text)
-    nl = newline_of(existing_text)
     pieces: list[str] = []
     for template in templates:
         key = template_key(template)
@@ -57,11 +57,43 @@ def merge_templates(existing_text: str, templates: list[dict[str, Any]]) -> Merg
         present[key] = template
         pieces.append(f"---\n{kubeyaml.dump(template)}")
         merged.added += 1
-    if pieces:
-        body = "".join(pieces)
-        lead = "" if not existing_text or existing_text.endswith("\n") else nl
-        merged.text = existing_text + lead + (body.replace("\n", nl) if nl != "\n" else body)
+    merged.text = _appended(existing_text, pieces)
     return merged
+
+
+def merge_device_classes(existing_text: str, classes: list[dict[str, Any]]) -> Merged:
+    """`existing_text` with the DeviceClasses it does not name yet appended; a name it holds with
+    another spec is kept as the file has it (a conflict: the user's edit wins)."""
+    try:
+        present = {
+            str((obj.get("metadata") or {}).get("name")): obj
+            for obj in kubeyaml.load_all(existing_text)
+            if isinstance(obj, dict) and obj.get("kind") == "DeviceClass"
+        }
+    except (ValueError, yaml.YAMLError) as exc:
+        return Merged(existing_text, error=f"cannot add DeviceClasses: the file is not valid YAML ({exc})")
+    merged = Merged(existing_text)
+    pieces: list[str] = []
+    for device_class in classes:
+        name = str(device_class["metadata"]["name"])
+        if name in present:
+            if present[name].get("spec") != device_class.get("spec"):
+                merged.conflicts.append(f"DeviceClass {name} is already in this file with another spec; kept as it is")
+            continue
+        present[name] = device_class
+        pieces.append(f"---\n{kubeyaml.dump(device_class)}")
+        merged.added += 1
+    merged.text = _appended(existing_text, pieces)
+    return merged
+
+
+def _appended(existing_text: str, pieces: list[str]) -> str:
+    if not pieces:
+        return existing_text
+    nl = newline_of(existing_text)
+    body = "".join(pieces)
+    lead = "" if not existing_text or existing_text.endswith("\n") else nl
+    return existing_text + lead + (body.replace("\n", nl) if nl != "\n" else body)
 
 
 def add_resource(kustomization_text: str, data: dict[str, Any], entry: str) -> str | None:

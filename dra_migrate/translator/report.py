@@ -258,6 +258,14 @@ class Reporter:
         self.json = JsonReport(target) if self.kind == "json" else None
         self.summary = RunSummary()
 
+    def _write_report_file(self, path: str) -> None:
+        with open(path, "w", encoding="utf-8") as stream:  # noqa: PTH123 - a user path
+            if self.json is not None:
+                self.json.dump(stream, self.summary)
+            elif self.file_text is not None:
+                self.file_text.write(stream, colour=False)
+                stream.write(self.summary.line() + "\n")
+
     @property
     def progress_allowed(self) -> bool:
         return not self.quiet and not self.json_on_stderr
@@ -294,20 +302,23 @@ class Reporter:
             if report is not None:
                 report.add_rows([row])
 
-    def finish(self) -> None:
+    def finish(self) -> bool:
+        """Write the reports; False when the report file could not be written (said on stderr)."""
+        written = True
         if self.report_file:
-            with open(self.report_file, "w", encoding="utf-8") as stream:  # noqa: PTH123 - a user path
-                if self.json is not None:
-                    self.json.dump(stream, self.summary)
-                elif self.file_text is not None:
-                    self.file_text.write(stream, colour=False)
-                    stream.write(self.summary.line() + "\n")
+            try:
+                self._write_report_file(self.report_file)
+            except OSError as exc:
+                reason = exc.strerror or exc
+                sys.stderr.write(f"dra-migrate: error: cannot write the report file {self.report_file}: {reason}\n")
+                written = False
         if self.json_on_stderr:
             assert self.json is not None
             self.json.dump(sys.stderr, self.summary)
-            return
+            return written
         colour = use_colour(sys.stderr)
         self.stderr_text.write(sys.stderr, colour)
         if not self.quiet:
             sys.stderr.write(self.summary.line() + "\n")
         sys.stderr.flush()
+        return written

@@ -31,7 +31,8 @@ def display_path(path: Path) -> str:
 
 
 class Source(NamedTuple):
-    """One input: `path` is None for stdin; `relative` places the file under an output directory;
+    """One input: `path` is None for stdin; `relative` places the file under an output directory (its
+    path below the common directory of all the arguments, so the output tree mirrors the inputs);
     `root` is the directory argument the file was found under (None for files named directly)."""
 
     path: Path | None
@@ -71,26 +72,62 @@ class Patterns:
     def skips_directory(self, relative: str) -> bool:
         return self.exclude is not None and self.exclude.match_file(relative.lower() + "/")
 
+    def excludes(self, relative: str) -> bool:
+        return self.exclude is not None and self.exclude.match_file(relative.lower())
+
     def reads_file(self, relative: str) -> bool:
         lowered = relative.lower()
         return self.include.match_file(lowered) and not (self.exclude and self.exclude.match_file(lowered))
 
 
+def common_base(paths: Sequence[str]) -> Path:
+    """The deepest directory holding every argument (a directory itself, a file's directory), as an
+    absolute path without resolving links: output paths are made relative to it."""
+    directories = [_absolute(Path(raw) if Path(raw).is_dir() else Path(raw).parent) for raw in paths if raw != STDIN]
+    return Path(os.path.commonpath(directories)) if directories else Path.cwd()
+
+
+def output_relative(path: Path, base: Path) -> Path:
+    return Path(os.path.relpath(_absolute(path), base))
+
+
+def _absolute(path: Path) -> Path:
+    """Absolute, `..` folded, links not followed: the path as typed, from the root."""
+    return Path(os.path.normpath(path.absolute()))
+
+
 def discover(paths: Sequence[str], include: Sequence[str] = (), exclude: Sequence[str] = ()) -> Iterator[Source]:
     """Files named directly are always read; directories contribute files the patterns select."""
+    base = common_base(paths)
     for raw in paths or [STDIN]:
         if raw == STDIN:
             yield Source(None, Path("stdin.yaml"))
             continue
         root = Path(raw)
         if root.is_dir():
-            yield from _walk(root, Patterns(root, include, exclude))
+            prefix = output_relative(root, base)
+            for path, relative in _walk(root, Patterns(root, include, exclude), selected=True):
+                yield Source(path, prefix / relative, root)
         else:
-            yield Source(root, Path(root.name))
+            yield Source(root, output_relative(root, base))
 
 
-def _walk(root: Path, patterns: Patterns) -> Iterator[Source]:
-    """Sorted, lazy, one directory listing at a time: memory does not grow with the tree."""
+def unselected(paths: Sequence[str], include: Sequence[str] = (), exclude: Sequence[str] = ()) -> Iterator[Source]:
+    """The other files of the directory arguments, which an output tree copies as they are: what
+    kustomize reads besides manifests (generator sources, `.env` files, an extensionless
+    `Kustomization`). Excluded paths and dot-directories stay out; dot-files are copied."""
+    base = common_base(paths)
+    for raw in paths:
+        root = Path(raw)
+        if raw != STDIN and root.is_dir():
+            prefix = output_relative(root, base)
+            for path, relative in _walk(root, Patterns(root, include, exclude), selected=False):
+                yield Source(path, prefix / relative, root)
+
+
+def _walk(root: Path, patterns: Patterns, selected: bool) -> Iterator[tuple[Path, Path]]:
+    """(path, path below root) of the files the patterns select (or, with selected=False, of the
+    others). Sorted, lazy, one directory listing at a time: memory does not grow with the tree."""
     for directory, subdirectories, files in os.walk(root):
         base = Path(directory)
         relative_base = base.relative_to(root)
@@ -100,11 +137,10 @@ def _walk(root: Path, patterns: Patterns) -> Iterator[Source]:
             if not d.startswith(".") and not patterns.skips_directory((relative_base / d).as_posix())
         )
         for name in sorted(files):
-            if name.startswith("."):
-                continue
             relative = relative_base / name
-            if patterns.reads_file(relative.as_posix()):
-                yield Source(base / name, relative, root)
+            reads = not name.startswith(".") and patterns.reads_file(relative.as_posix())
+            if reads == selected and (selected or not patterns.excludes(relative.as_posix())):
+                yield base / name, relative
 
 
 def has_stdin(paths: Sequence[str]) -> bool:
