@@ -135,3 +135,41 @@ def test_a_file_with_an_error_is_copied_as_it_was_to_the_output_tree(run_cli: Ru
     assert result.code == 2
     assert (tmp_path / "out" / "pods.yaml").read_text(encoding="utf-8") == WITH_AN_ERROR
     assert "resourceClaims" in (tmp_path / "out" / "ok.yaml").read_text(encoding="utf-8")
+
+
+WORDS_AND_ANCHORS = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: words
+  labels:
+    enabled: on
+    flag: yes
+    short: y
+spec:
+  containers:
+  - name: a
+    image: cuda
+    env: &env
+    - name: MODE
+      value: off
+    resources: &r
+      limits:
+        nvidia.com/gpu: 1
+  - name: b
+    image: cuda
+    env: *env
+    resources: *r
+"""
+
+
+def test_expanding_an_alias_keeps_every_other_scalar_and_alias_as_written(run_cli: Runner, tmp_path: Path) -> None:
+    """`on`, `yes`, `y`, `off` are strings to kustomize (YAML 1.2) and booleans to kubectl (YAML 1.1):
+    written as they were, each keeps its meaning for both. The untouched `env` alias stays an alias."""
+    code, text, rows = _convert_in_place(run_cli, tmp_path / "pod.yaml", WORDS_AND_ANCHORS)
+    assert code == 0, rows
+    for line in ("    enabled: on\n", "    flag: yes\n", "    short: y\n", "      value: off\n", "    env: *env\n"):
+        assert line in text, line
+    assert "    env: &env\n" in text
+    one = {"gpu.nvidia.com": "1 via claim"}
+    assert _devices(text) == {("spec", "a"): one, ("spec", "b"): one}

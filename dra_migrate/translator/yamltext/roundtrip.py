@@ -5,6 +5,7 @@ Slow (~17x a libyaml load+dump), so it only runs for shapes the surgical editor 
 
 from __future__ import annotations
 
+import copy
 import io
 import re
 from typing import Any
@@ -36,6 +37,8 @@ def roundtrip_edit(text: str, ops: list[Op], layout: Layout) -> str:
     )
     crlf = "\r\n" in body
     data = yaml.load(body.replace("\r\n", "\n") if crlf else body)  # ruamel keeps `\r` in comments
+    if "*" in body:
+        _unshare_paths(data, ops)
     for op in ops:
         data = _apply(data, op)
     out = io.StringIO()
@@ -46,6 +49,38 @@ def roundtrip_edit(text: str, ops: list[Op], layout: Layout) -> str:
     if crlf:
         result = result.replace("\n", "\r\n")
     return head + result + foot
+
+
+def _unshare_paths(data: Any, ops: list[Op]) -> None:
+    """Give each edited place a value of its own where an alias shares it with another place
+    (`resources: *r` in the Worker, the Master's `&r`), so the edit changes only that place.
+    Only the containers on an edit's path are copied: shared values the conversion does not touch
+    keep their anchors and aliases as written."""
+    uses: dict[int, int] = {}
+    _count_uses(data, uses, set())
+    for op in ops:
+        node = data
+        for key in op.path:
+            child = node[key]
+            if isinstance(child, CommentedMap | CommentedSeq) and uses.get(id(child), 1) > 1:
+                uses[id(child)] -= 1
+                child = copy.deepcopy(child)
+                child.yaml_set_anchor(None)
+                _count_uses(child, uses, set())
+                node[key] = child
+            node = child
+
+
+def _count_uses(node: Any, uses: dict[int, int], open_: set[int]) -> None:
+    if not isinstance(node, CommentedMap | CommentedSeq):
+        return
+    uses[id(node)] = uses.get(id(node), 0) + 1
+    if uses[id(node)] > 1 or id(node) in open_:
+        return  # its children were counted at its first use
+    open_.add(id(node))
+    children = [v for _, v in node.non_merged_items()] if isinstance(node, CommentedMap) else list(node)
+    for child in children:
+        _count_uses(child, uses, open_)
 
 
 def frame(text: str) -> tuple[str, str, str]:
