@@ -28,7 +28,7 @@ from dra_migrate.engine import (
 )
 from dra_migrate.exits import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, fail
 from dra_migrate.translator import limits
-from dra_migrate.translator.inputs import InputTooLargeError, read_file, read_stdin
+from dra_migrate.translator.inputs import InputTooLargeError, NotRegularFileError, read_file, read_stdin
 from dra_migrate.translator.kustomize import FILE_NAMES, TEMPLATES_FILE, Kustomization, KustomizationIndex
 from dra_migrate.translator.naming import InputNames
 from dra_migrate.translator.output import (
@@ -176,8 +176,10 @@ class Run:
             return self.stdin_text or ""
         if source.path in self._streams:
             return self._streams[source.path]
-        text = read_file(source.path, self.limit)
-        if not source.path.is_file():  # a pipe (`<(...)`) reads once: keep it for the second pass
+        # a file found in a directory must be a regular one (a FIFO there would block the run); a
+        # pipe named on the command line (`<(...)`) reads once: keep it for the second pass
+        text = read_file(source.path, self.limit, regular_only=source.root is not None)
+        if not source.path.is_file():
             self._streams[source.path] = text
         return text
 
@@ -245,6 +247,10 @@ class Run:
     def whole(self, source: Source) -> FileResult:
         try:
             text = self._read(source)
+        except NotRegularFileError as exc:
+            result = FileResult(source, "", "")
+            result.skipped = f"{exc.strerror}: not read"
+            return result
         except (OSError, UnicodeDecodeError, InputTooLargeError) as exc:
             result = FileResult(source, "", "")
             result.error = read_error(exc)

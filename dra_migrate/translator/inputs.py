@@ -7,6 +7,7 @@ exhausting memory; kube-apiserver itself refuses request bodies over 3 MiB.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import sys
@@ -40,7 +41,18 @@ def _read_bounded(stream: BinaryIO, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def read_file(path: Path, limit: int = MAX_FILE_BYTES) -> str:
+class NotRegularFileError(OSError):
+    """A FIFO, socket or device met while walking a directory: reading it could block forever."""
+
+
+def read_file(path: Path, limit: int = MAX_FILE_BYTES, regular_only: bool = False) -> str:
+    """The file's text; with `regular_only`, a FIFO or device is refused without waiting for a writer."""
+    if regular_only:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            os.close(descriptor)
+            raise NotRegularFileError(errno.EINVAL, "not a regular file (a FIFO, socket or device)", str(path))
+        os.close(descriptor)
     with path.open("rb") as handle:
         status = os.fstat(handle.fileno())
         if not stat.S_ISREG(status.st_mode):  # a pipe or device (`<(...)`): no size to trust

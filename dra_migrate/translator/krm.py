@@ -25,6 +25,7 @@ from dra_migrate.engine import (
     Config,
     ConfigError,
     Finding,
+    Severity,
     TargetVersionError,
     convert,
     serving_classes,
@@ -97,7 +98,11 @@ def _settings(function_config: Any) -> tuple[Config, bool]:
         if unknown:
             raise KrmInputError(f"functionConfig: data: unknown keys {', '.join(unknown)}")
         validate = str(data.get("validate", "false")).lower() == "true"
-        return parse_settings(file_config, data.get("targetVersion")).config, validate
+        target = data.get("targetVersion")
+        if target is not None and not isinstance(target, str):
+            # ConfigMap data holds strings; a YAML number would also lose a release's zero (1.30 -> 1.3)
+            raise KrmInputError(f'functionConfig: data.targetVersion: {target!r} is not a string; quote it ("1.34")')
+        return parse_settings(file_config, target).config, validate
     spec = function_config.get("spec") or {}
     if not isinstance(spec, dict):
         raise KrmInputError("functionConfig: spec: expected the keys of a dra-migrate configuration file")
@@ -133,6 +138,9 @@ def transform(items: list[Any], config: Config, validate: bool = False) -> tuple
         if validate:
             findings.extend(_schema_findings([o for o in (converted.object, *new) if o is not None], config))
         results.extend(_result(item, finding) for finding in findings)
+        if any(f.severity is Severity.ERROR for f in findings):
+            out.append(item)  # an item with an error is converted whole or not at all: left as it came
+            continue
         if converted.object is not None:
             out.append(_keep_annotations(item, converted.object) if converted.changed else item)
         out.extend(_beside(item, template) for template in new)

@@ -78,15 +78,32 @@ def _create_exclusive(temporary: Path) -> int:
 
 
 class StdoutWriter:
-    """Concatenates outputs; YAML streams from several files are kept apart by a document separator."""
+    """Concatenates outputs; YAML streams from several files are kept apart by a document separator.
+
+    A JSON file's output first in a stream of several would make kubectl read the whole stream as
+    JSON (it judges by the first character) and fail at the next `---`: so the first output waits
+    until the next arrives, and a JSON one then opens with `---`, which makes the stream YAML (JSON
+    documents are YAML). A run with one JSON file still prints plain JSON."""
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
         self._written_any = False
+        self._first: str | None = None
 
     def write(self, text: str) -> None:
         if not text:
             return
+        if not self._written_any and self._first is None:
+            self._first = text
+            return
+        if self._first is not None:
+            first, self._first = self._first, None
+            if first.lstrip().startswith(("{", "[")):
+                self.stream.write(f"---{newline_of(first)}")
+            self._put(first)
+        self._put(text)
+
+    def _put(self, text: str) -> None:
         nl = newline_of(text)
         if self._written_any:
             self.stream.write(f"---{nl}" if not text.startswith("---") else "")
@@ -94,7 +111,9 @@ class StdoutWriter:
         self._written_any = True
 
     def finish(self) -> None:
-        pass
+        if self._first is not None:
+            first, self._first = self._first, None
+            self._put(first)
 
 
 class JsonWriter:

@@ -128,19 +128,31 @@ def unselected(paths: Sequence[str], include: Sequence[str] = (), exclude: Seque
 def _walk(root: Path, patterns: Patterns, selected: bool) -> Iterator[tuple[Path, Path]]:
     """(path, path below root) of the files the patterns select (or, with selected=False, of the
     others). Sorted, lazy, one directory listing at a time: memory does not grow with the tree."""
-    for directory, subdirectories, files in os.walk(root):
+    walked = {root.resolve()}
+    # Symbolic links to directories are followed, as kustomize follows them; each real directory once.
+    for directory, subdirectories, files in os.walk(root, followlinks=True):
         base = Path(directory)
         relative_base = base.relative_to(root)
-        subdirectories[:] = sorted(
+        subdirectories[:] = [
             d
-            for d in subdirectories
-            if not d.startswith(".") and not patterns.skips_directory((relative_base / d).as_posix())
-        )
+            for d in sorted(subdirectories)
+            if not d.startswith(".")
+            and not patterns.skips_directory((relative_base / d).as_posix())
+            and _first_visit(base / d, walked)
+        ]
         for name in sorted(files):
             relative = relative_base / name
             reads = not name.startswith(".") and patterns.reads_file(relative.as_posix())
             if reads == selected and (selected or not patterns.excludes(relative.as_posix())):
                 yield base / name, relative
+
+
+def _first_visit(directory: Path, walked: set[Path]) -> bool:
+    real = directory.resolve()
+    if real in walked:
+        return False
+    walked.add(real)
+    return True
 
 
 def has_stdin(paths: Sequence[str]) -> bool:

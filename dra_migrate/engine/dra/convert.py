@@ -43,8 +43,7 @@ def _read_claim(obj: dict[str, Any], kind: str, version: str, findings: Findings
     )
     if hub_spec is None:
         return None
-    out = plain_copy(obj)
-    out.pop("status", None)
+    out = _without_status(obj, findings)
     if kind == "ResourceClaimTemplate":
         out["spec"]["spec"] = hub_spec
     else:
@@ -64,10 +63,21 @@ def _read(obj: dict[str, Any], kind: str, version: str, findings: Findings) -> d
             return readers.slice_from_v1alpha2(obj, findings)
         if version in ("v1alpha3", "v1beta1"):
             return readers.slice_from_basic(obj, plain_capacity=version == "v1alpha3")
-        out = plain_copy(obj)
-        out.pop("status", None)
-        return out
+        return _without_status(obj, findings)
     return None
+
+
+def _without_status(obj: dict[str, Any], findings: Findings) -> dict[str, Any]:
+    """A copy without `status` (the server owns it; docs/dra-api.md 2.7), saying so when it held anything."""
+    out = plain_copy(obj)
+    if out.pop("status", None):
+        findings.warning(
+            "status-dropped",
+            "status",
+            "status was dropped (the server owns it): applying the converted object does not carry its "
+            "allocation or conditions, and the server writes them anew",
+        )
+    return out
 
 
 def _check_device_taint_rule(version: str, target: Target, findings: Findings) -> None:
