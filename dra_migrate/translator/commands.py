@@ -125,6 +125,7 @@ class Run:
         self.templates_path = Path(args.templates_file) if placement == "single" else None
         # input file -> the file its templates go to: the input is written only once that file can be
         self.unit_of: dict[Path, Path] = {}
+        self.charts: set[Path] = set()  # Helm charts that request mapped devices (helm-chart warnings)
         self._seen: dict[Path, str] = {}  # resolved path -> display, to convert a symlinked file once
 
     def _read_stdin(self) -> str:
@@ -212,9 +213,27 @@ class Run:
         progress.close()
 
     def record(self, result: FileResult) -> None:
+        if result.skipped is not None and result.original and result.source.path is not None:
+            self._note_chart(result)
         self.extended.update(result.extended)
         self.reporter.add(result)
         self.any_errors |= result.has_errors
+
+    def _note_chart(self, result: FileResult) -> None:
+        """A skipped file of a Helm chart that requests mapped devices: the chart needs the post-renderer."""
+        from dra_migrate.translator.charts import POST_RENDERER, chart_root, requested_devices
+
+        assert result.source.path is not None
+        devices = requested_devices(result.original, self.options.config)
+        root = chart_root(result.source.path, result.source.root) if devices else None
+        if root is None or root in self.charts:
+            return
+        self.charts.add(root)
+        message = (
+            f"the Helm chart {display_path(root)} requests {', '.join(devices)}: what it installs depends on its "
+            f"values, so convert its rendered manifests with {POST_RENDERER}"
+        )
+        result.file_findings.append(Finding(Severity.WARNING, "helm-chart", "", message))
 
     def _unit(self, source: Source) -> tuple[TemplateRegistry, RunOptions, Kustomization | None]:
         if self.placement in ("stream", "single"):
@@ -654,7 +673,8 @@ def run_diff(args: argparse.Namespace) -> int:
     reported = run.reporter.finish()
     if run.any_errors or not reported:
         return EXIT_ERROR
-    return EXIT_CHANGES if changes else EXIT_OK
+    # a chart that requests devices needs the migration too, through the post-renderer
+    return EXIT_CHANGES if changes or run.charts else EXIT_OK
 
 
 def _write_diff(name: str, before: str, after: str, colour: bool) -> None:
