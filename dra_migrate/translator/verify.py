@@ -53,7 +53,7 @@ def roots_under(index: KustomizationIndex, arguments: Iterable[Path]) -> list[Ku
 
 
 def verify(
-    renderer: Renderer,
+    renderer: Renderer | None,
     config: Config,
     index: KustomizationIndex,
     arguments: Iterable[Path],
@@ -61,35 +61,48 @@ def verify(
     elsewhere: Sequence[Any] = (),
 ) -> list[RootCheck]:
     """Build each root with and without `changes` (resolved path -> new text) and compare. `elsewhere`:
-    templates the conversion writes outside the tree (--templates-file), applied beside every render."""
+    templates the conversion writes outside the tree (--templates-file), applied beside every render.
+    A root that renders from outside the inputs is refused whether or not a renderer is at hand."""
     bases = sorted(set(arguments))
-    roots = roots_under(index, bases)
-    if not roots:
-        return []
+    checks: list[RootCheck] = []
+    to_build: list[Kustomization] = []
+    for root in roots_under(index, bases):
+        directories = render_directories(index, root)
+        if not any(p.is_relative_to(d) for p in changes for d in directories):
+            continue  # nothing it renders from changed
+        outside = sorted(str(d) for d in directories if not any(d.is_relative_to(b) for b in bases))
+        if outside:
+            problem = f"it renders from {', '.join(outside)}, outside the inputs: convert it together with its base"
+            checks.append(RootCheck(root, [problem]))
+        else:
+            to_build.append(root)
+    if renderer is None or not to_build:
+        return checks
     with tempfile.TemporaryDirectory(prefix="dra-migrate-render-") as scratch:
         copies = {base: Path(scratch) / str(number) for number, base in enumerate(bases)}
-        for base, copy in copies.items():
-            shutil.copytree(base, copy, symlinks=False, ignore_dangling_symlinks=True)
-        for path, text in changes.items():
-            holder = next((b for b in bases if path.is_relative_to(b)), None)
-            if holder is not None:
-                target = copies[holder] / path.relative_to(holder)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(text, encoding="utf-8", newline="")
-        checks = []
-        for root in roots:
-            directories = render_directories(index, root)
-            if not any(p.is_relative_to(d) for p in changes for d in directories):
-                continue  # nothing it renders from changed
-            outside = sorted(str(d) for d in directories if not any(d.is_relative_to(b) for b in bases))
-            if outside:
-                problem = f"it renders from {', '.join(outside)}, outside the inputs: convert it together with its base"
-                checks.append(RootCheck(root, [problem]))
-                continue
+        try:
+            _lay_out(copies, changes)
+        except OSError as exc:
+            reason = f"cannot copy the inputs to render them: {exc.strerror or exc}"
+            return checks + [RootCheck(root, [], reason) for root in to_build]
+        for root in to_build:
             base = next(b for b in bases if root.directory.is_relative_to(b))
             converted = copies[base] / root.directory.relative_to(base)
             checks.append(_check(renderer, config, root, converted, elsewhere))
         return checks
+
+
+def _lay_out(copies: Mapping[Path, Path], changes: Mapping[Path, str]) -> None:
+    """Each directory argument copied (links kept as links: a link back into the tree is no loop),
+    with the converted texts laid over it."""
+    for base, copy in copies.items():
+        shutil.copytree(base, copy, symlinks=True)
+    for path, text in changes.items():
+        holder = next((b for b in copies if path.is_relative_to(b)), None)
+        if holder is not None:
+            target = copies[holder] / path.relative_to(holder)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8", newline="")
 
 
 def _check(

@@ -12,14 +12,14 @@ import pytest
 from translator_cli_support import CliResult, Runner
 
 from dra_migrate.cli import main
-from dra_migrate.translator import commands
+from dra_migrate.translator import driver
 
 
 @pytest.fixture
 def run_cli(monkeypatch: pytest.MonkeyPatch) -> Iterator[Runner]:
     # One process: forking the test process (its threads, its memory) for workers is not what a
     # user's run does; tests/translator/test_parallel.py runs --jobs through the real CLI.
-    monkeypatch.setattr(commands, "default_jobs", lambda: 1)
+    monkeypatch.setattr(driver, "default_jobs", lambda: 1)
 
     def run(*args: str, stdin: str = "") -> CliResult:
         out, err = io.StringIO(), io.StringIO()

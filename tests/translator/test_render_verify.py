@@ -199,6 +199,23 @@ def test_an_overlay_converted_without_its_base_is_refused_naming_the_base(run_cl
     assert any(str((tmp_path / "base").resolve()) in r["message"] and "base" in r["message"] for r in mismatches)
 
 
+def test_an_overlay_without_its_base_is_refused_even_without_kustomize(
+    run_cli: Runner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("DRA_MIGRATE_KUSTOMIZE")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    _base(tmp_path)
+    _lay_out(
+        tmp_path,
+        {
+            "overlays/prod/kustomization.yaml": "resources:\n- ../../base\npatches:\n- path: gpus.yaml\n",
+            "overlays/prod/gpus.yaml": SMP_PATCH_A_TO_1,
+        },
+    )
+    mismatches = _refused_and_untouched(run_cli, tmp_path / "overlays")
+    assert any("outside the inputs" in r["message"] for r in mismatches)
+
+
 def test_diff_exits_2_for_a_render_that_changes(run_cli: Runner, tmp_path: Path) -> None:
     _base(tmp_path, ONE_CONTAINER)
     _lay_out(tmp_path, {"overlays/big/kustomization.yaml": JSON6902_TO_8})

@@ -1,0 +1,165 @@
+"""Files a run writes besides its inputs, and which inputs wait for them.
+
+Generated ResourceClaimTemplates go to a kustomization's `dra-migrate-templates.yaml` (added to its
+`resources:`) or to --templates-file; DeviceClasses left to KEP-5004 go to --device-classes. Each such
+file is merged into what it holds, never replaced (translator.placement), and an input whose templates
+go to one is written only once that file can be (`unit_of`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dra_migrate.engine import Finding, Severity, build_device_class, convert
+from dra_migrate.translator.inputs import InputTooLargeError, read_file
+from dra_migrate.translator.kustomize import TEMPLATES_FILE, Kustomization
+from dra_migrate.translator.pipeline import FileResult
+from dra_migrate.translator.placement import add_resource, merge_device_classes, merge_templates
+from dra_migrate.translator.registry import TemplateKey, template_key
+from dra_migrate.translator.sources import Source, display_path
+
+if TYPE_CHECKING:
+    from dra_migrate.translator.driver import Run
+
+
+class SideFiles:
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self.needs: dict[Path, list[dict[str, Any]]] = {}  # kustomization file -> templates its files need
+        self.roots: dict[Path, Path] = {}  # kustomization file -> the directory argument it was found under
+        self.templates: list[dict[str, Any]] = []  # for --templates-file
+        self.templates_path = Path(run.args.templates_file) if run.placement == "single" else None
+        # input file -> the file its templates go to: the input is written only once that file can be
+        self.unit_of: dict[Path, Path] = {}
+
+    def settle(self, result: FileResult, owner: Kustomization | None) -> FileResult:
+        """Templates that go to a kustomization's templates file or to --templates-file: they are
+        counted in the report where they land (that file's result), not here."""
+        source = result.source
+        if owner is not None and result.templates and source.root is not None:
+            self.needs.setdefault(owner.path, []).extend(result.templates)
+            self.roots.setdefault(owner.path, source.root)
+            self._hold(source, owner.path)
+            result.templates = []
+        elif self.run.placement == "single":
+            if result.templates:
+                assert self.templates_path is not None
+                self._hold(source, self.templates_path)
+            self.templates.extend(result.templates)
+            result.templates = []
+        return result
+
+    def _hold(self, source: Source, unit: Path) -> None:
+        if source.path is not None:
+            self.unit_of[source.path] = unit
+
+    def template_units(self) -> Iterator[tuple[Path, list[FileResult]]]:
+        """Files the run writes besides the inputs, by the unit (`unit_of`) whose inputs need them:
+        --templates-file, or a kustomization's templates file and the kustomization itself."""
+        if self.run.placement == "single":
+            path = self.templates_path
+            assert path is not None
+            yield path, [self._merged_file(Source(path, Path(path.name)), self.templates)]
+        for path, templates in self.needs.items():
+            yield path, list(self._kustomization_files(path, templates))
+
+    def template_files(self) -> Iterator[FileResult]:
+        for _, results in self.template_units():
+            yield from results
+
+    def _merged_file(
+        self, source: Source, templates: list[dict[str, Any]], notes: list[Finding] | None = None
+    ) -> FileResult:
+        assert source.path is not None
+        path = source.path
+        try:
+            existing = read_file(path, self.run.limit) if path.exists() else ""
+        except (OSError, UnicodeDecodeError, InputTooLargeError) as exc:
+            result = FileResult(source, "", "")
+            result.error = f"cannot read, templates not written: {getattr(exc, 'strerror', None) or exc}"
+            return result
+        merged = merge_templates(existing, templates)
+        result = FileResult(source, existing, merged.text, templates_inline=merged.added)
+        result.error = merged.error
+        result.file_findings.extend(Finding(Severity.ERROR, "template-conflict", "", c) for c in merged.conflicts)
+        result.file_findings.extend(notes or ())
+        self.run.record(result)
+        return result
+
+    def _kustomization_files(self, path: Path, templates: list[dict[str, Any]]) -> Iterator[FileResult]:
+        kustomization = self.run.index.at(path.parent)
+        assert kustomization is not None
+        root = self.roots[path]
+        elsewhere: set[TemplateKey] = set()
+        for other in self.run.index.reachable(kustomization):
+            elsewhere.update(template_key(t) for t in self.needs.get(other.path, ()))
+            for listed in other.files:
+                elsewhere.update(self.run.existing.get(listed, ()))
+        for listed in kustomization.files:
+            if listed.name != TEMPLATES_FILE:
+                elsewhere.update(self.run.existing.get(listed, ()))
+        placed = [t for t in templates if template_key(t) not in elsewhere]
+        if not placed:
+            return
+        templates_file = self.run.names.source(kustomization.directory / TEMPLATES_FILE, root)
+        templates_result = self._merged_file(templates_file, placed, self._rename_warnings(kustomization))
+        yield templates_result
+        edited = add_resource(kustomization.text, kustomization.data, TEMPLATES_FILE)
+        if edited is not None and templates_result.error is None:
+            source = self.run.names.source(kustomization.path, root)
+            result = FileResult(source, kustomization.text, edited)
+            self.run.record(result)
+            yield result
+
+    def _rename_warnings(self, kustomization: Kustomization) -> list[Finding]:
+        """namePrefix/nameSuffix rename the templates but not the pods' references to them."""
+        renaming = [kustomization] if kustomization.renames else []
+        renaming += [k for k in self.run.index.known() if k.renames and kustomization in self.run.index.reachable(k)]
+        return [
+            Finding(
+                Severity.WARNING,
+                "template-reference",
+                "",
+                f"{display_path(k.path)} sets {' and '.join(k.renames)}: kustomize renames the generated "
+                "ResourceClaimTemplates but not resourceClaimTemplateName in the pods that use them, so those "
+                "references would not be satisfied; drop the prefix for ResourceClaimTemplates or rename them by hand",
+            )
+            for k in renaming
+        ]
+
+    def device_classes_file(self) -> FileResult:
+        """The --device-classes file with a DeviceClass for every name left to KEP-5004 in this run,
+        in the target's version, merged into what the file holds (its other objects and comments kept)."""
+        path = Path(self.run.args.device_classes)
+        source = Source(path, Path(path.name))
+        try:
+            existing = read_file(path, self.run.limit) if path.exists() else ""
+        except (OSError, UnicodeDecodeError, InputTooLargeError) as exc:
+            result = FileResult(source, "", "")
+            result.error = f"cannot read, DeviceClasses not written: {getattr(exc, 'strerror', None) or exc}"
+            self.run.record(result)
+            return result
+        merged = merge_device_classes(existing, self._device_classes())
+        result = FileResult(source, existing, merged.text)
+        result.error = merged.error
+        result.file_findings.extend(Finding(Severity.WARNING, "device-class-kept", "", c) for c in merged.conflicts)
+        self.run.record(result)
+        return result
+
+    def _device_classes(self) -> list[dict[str, Any]]:
+        documents = []
+        for resource in sorted(self.run.extended):
+            device_class = build_device_class(self.run.extended[resource])
+            written = convert(device_class, self.run.options.config)
+            name = device_class["metadata"]["name"]
+            for finding in written.problems:
+                # A class the target cannot hold is not written: the report says why.
+                self.run.reporter.add_run(
+                    Finding(finding.severity, finding.rule, finding.path, f"DeviceClass {name}: {finding.message}")
+                )
+            self.run.any_errors |= written.has_errors
+            if written.object is not None and not written.has_errors:
+                documents.append(written.object)
+        return documents

@@ -1,0 +1,89 @@
+"""Where a run's results go: back into the inputs (--in-place), a mirror tree (--output-dir) or
+stdout; a write that fails is the file's error, never a traceback."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from dra_migrate.translator.output import JsonWriter, StdoutWriter, write_atomic, write_bytes_atomic
+from dra_migrate.translator.pipeline import FileResult
+from dra_migrate.translator.sources import Source, unselected
+from dra_migrate.translator.yamltext import kubeyaml
+
+if TYPE_CHECKING:
+    from dra_migrate.translator.driver import Run
+
+
+def output_path_problem(args: argparse.Namespace) -> str | None:
+    """What makes a named output impossible before anything is converted (never a traceback later)."""
+    output_dir = getattr(args, "output_dir", None)
+    if output_dir and Path(output_dir).exists() and not Path(output_dir).is_dir():
+        return f"--output-dir {output_dir} is a file, not a directory"
+    for flag, value in (("--device-classes", args.device_classes), ("--templates-file", args.templates_file)):
+        if value and Path(value).is_dir():
+            return f"{flag} {value} is a directory; name a YAML file"
+    if args.report_file:
+        report = Path(args.report_file)
+        if report.is_dir():
+            return f"--report-file {report} is a directory"
+        if not report.parent.is_dir():
+            return f"--report-file {report}: the directory {report.parent} does not exist"
+    return None
+
+
+def write(run: Run, result: FileResult, target: Path, durable: bool = True) -> None:
+    """The result's text to `target`; a write that fails (a read-only directory, a path that is a
+    file) is the file's error, not a traceback."""
+    try:
+        write_atomic(target, result.text, durable)
+    except OSError as exc:
+        where = exc.filename or result.source.display
+        run.withdraw([result], f"cannot write {where}: {exc.strerror or exc}")
+
+
+def emit(run: Run, result: FileResult, writer: StdoutWriter | JsonWriter) -> None:
+    args = run.args
+    path = result.source.path
+    if args.in_place:
+        if result.changed and result.error is None and path is not None:
+            # write through a symbolic link to the file it points at: the link stays a link
+            write(run, result, path.resolve())
+    elif args.output_dir:
+        target = Path(args.output_dir) / result.source.relative
+        if result.error is not None and not result.original:
+            _copy_as_is(result.source, target)  # unreadable as text: the bytes, never an empty placeholder
+        elif result.skipped is None or result.text:
+            write(run, result, target, durable=False)
+    elif isinstance(writer, JsonWriter):
+        writer.add(_output_objects(result))
+    else:
+        writer.write(result.text)
+
+
+def _copy_as_is(source: Source, target: Path) -> None:
+    if source.path is not None and source.path.is_file():
+        with contextlib.suppress(OSError):  # the read error is in the report already
+            write_bytes_atomic(target, source.path.read_bytes())
+
+
+def copy_unselected(args: argparse.Namespace) -> None:
+    """The files of the directory arguments that are not converted, copied as they are."""
+    for source in unselected(args.paths, args.include, args.exclude):
+        target = Path(args.output_dir) / source.relative
+        if not target.exists():
+            _copy_as_is(source, target)
+
+
+def _output_objects(result: FileResult) -> list[Any]:
+    try:
+        if result.source.is_json or result.text.lstrip().startswith(("{", "[")):
+            return [json.loads(result.text)]
+        return kubeyaml.load_all(result.text)
+    except (ValueError, yaml.YAMLError):
+        return []  # the file's error is in the report
