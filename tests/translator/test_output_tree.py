@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from kubectl import require_kubectl
 from translator_cli_support import Runner
+from trees import snapshot as _files
+from trees import write_tree as _write
 
 GPU_POD = """\
 apiVersion: v1
@@ -21,17 +23,6 @@ spec:
     image: cuda
     resources: {limits: {nvidia.com/gpu: 1}}
 """
-
-
-def _files(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
-
-
-def _write(root: Path, files: dict[str, str | bytes]) -> None:
-    for name, content in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
 
 
 def test_same_named_files_of_two_arguments_keep_their_paths(run_cli: Runner, tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from translator_cli_support import CliResult, Runner
+from trees import snapshot as _files_bytes
 
 TREE = {
     "base/kustomization.yaml": "# the base\nresources:\n- deployment.yaml\n",
@@ -175,5 +176,3 @@ def test_a_unit_whose_templates_file_cannot_be_written_is_not_written(
     assert "kind: ResourceClaimTemplate" in written["loose/pod.yaml"].decode()
 
 
-def _files_bytes(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}

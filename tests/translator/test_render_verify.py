@@ -16,6 +16,8 @@ import pytest
 import yaml
 from kubectl import require_kubectl
 from translator_cli_support import Runner
+from trees import snapshot as _snapshot
+from trees import write_tree as _lay_out
 
 from dra_migrate.engine import default_config
 from dra_migrate.translator.devices import compare, device_view
@@ -79,24 +81,24 @@ def kustomize(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     yield kubectl
 
 
-def _lay_out(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return root
-
-
-def _snapshot(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
-
-
 def _rows(stderr: str, rule: str) -> list[dict[str, Any]]:
     return [r for r in json.loads(stderr)["findings"] if r["rule"] == rule]
 
 
 def _base(root: Path, deployment: str = TWO_CONTAINERS) -> None:
     _lay_out(root, {"base/kustomization.yaml": "resources:\n- deployment.yaml\n", "base/deployment.yaml": deployment})
+
+
+def _overlay_and_base(root: Path) -> Path:
+    """A two-container base and an overlay patching container a to 1 GPU."""
+    _base(root)
+    return _lay_out(
+        root,
+        {
+            "overlays/prod/kustomization.yaml": "resources:\n- ../../base\npatches:\n- path: gpus.yaml\n",
+            "overlays/prod/gpus.yaml": SMP_PATCH_A_TO_1,
+        },
+    )
 
 
 def _refused_and_untouched(run_cli: Runner, root: Path, *extra: str) -> list[dict[str, Any]]:
@@ -187,15 +189,7 @@ def test_a_json6902_patch_on_the_gpu_count_is_refused(
 
 
 def test_an_overlay_converted_without_its_base_is_refused_naming_the_base(run_cli: Runner, tmp_path: Path) -> None:
-    _base(tmp_path)
-    _lay_out(
-        tmp_path,
-        {
-            "overlays/prod/kustomization.yaml": "resources:\n- ../../base\npatches:\n- path: gpus.yaml\n",
-            "overlays/prod/gpus.yaml": SMP_PATCH_A_TO_1,
-        },
-    )
-    mismatches = _refused_and_untouched(run_cli, tmp_path / "overlays")
+    mismatches = _refused_and_untouched(run_cli, _overlay_and_base(tmp_path) / "overlays")
     assert any(str((tmp_path / "base").resolve()) in r["message"] and "base" in r["message"] for r in mismatches)
 
 
@@ -204,15 +198,7 @@ def test_an_overlay_without_its_base_is_refused_even_without_kustomize(
 ) -> None:
     monkeypatch.delenv("DRA_MIGRATE_KUSTOMIZE")
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    _base(tmp_path)
-    _lay_out(
-        tmp_path,
-        {
-            "overlays/prod/kustomization.yaml": "resources:\n- ../../base\npatches:\n- path: gpus.yaml\n",
-            "overlays/prod/gpus.yaml": SMP_PATCH_A_TO_1,
-        },
-    )
-    mismatches = _refused_and_untouched(run_cli, tmp_path / "overlays")
+    mismatches = _refused_and_untouched(run_cli, _overlay_and_base(tmp_path) / "overlays")
     assert any("outside the inputs" in r["message"] for r in mismatches)
 
 
