@@ -11,6 +11,7 @@ the engine's whole public surface: nothing outside the engine imports its submod
 from dra_migrate.engine.config import (
     Config,
     ConfigError,
+    at_admission,
     default_config,
     leave_unconverted,
     parse_config,
@@ -71,6 +72,7 @@ __all__ = [
     "TargetVersionError",
     "TextTriggers",
     "Unconvertible",
+    "at_admission",
     "build_device_class",
     "build_template",
     "cached_by_marshal",

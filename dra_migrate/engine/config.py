@@ -67,6 +67,7 @@ CONFIG_SCHEMA: dict[str, Any] = {
             },
         },
         "strategy": {"enum": [s.value for s in Strategy]},
+        "resourceTolerations": {"type": "boolean"},
         "clusterDeviceClasses": {
             "type": "array",
             "items": {
@@ -126,6 +127,8 @@ class Config(NamedTuple):
     served: Mapping[str, ServingClass]
     # The caller writes a DeviceClass for every name the strategy keeps (translator --device-classes).
     emits_device_classes: bool = False
+    # A converted pod gets the toleration ExtendedResourceToleration gave it for the resource (engine/tolerations.py).
+    resource_tolerations: bool = True
 
 
 def _location(error: jsonschema.ValidationError) -> str:
@@ -243,6 +246,7 @@ def parse_config(
         workloads=WorkloadTable((*BUILTIN_WORKLOADS, *workloads)),
         strategy=Strategy(data.get("strategy", Strategy.AUTO)),
         served=served,
+        resource_tolerations=bool(data.get("resourceTolerations", True)),
     )
 
 
@@ -257,6 +261,12 @@ def with_emitted_classes(config: Config) -> Config:
     """`config` for a caller that writes a DeviceClass for every name the strategy keeps, so every
     mapped name counts as served (see deviceclasses.build_device_class)."""
     return config._replace(emits_device_classes=True)
+
+
+def at_admission(config: Config) -> Config:
+    """`config` for the admission webhook: kube-apiserver's ExtendedResourceToleration plugin runs
+    before it, so a pod already has the tolerations it gets (where the cluster enables the plugin)."""
+    return config._replace(resource_tolerations=False)
 
 
 def with_strategy(config: Config, strategy: str) -> Config:

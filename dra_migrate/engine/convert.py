@@ -20,6 +20,7 @@ from dra_migrate.engine.ray import CLUSTER_SPECS as RAY_KINDS
 from dra_migrate.engine.ray import keep_ray_resources
 from dra_migrate.engine.result import Conversion, ConversionResult
 from dra_migrate.engine.strategy import Path, decide
+from dra_migrate.engine.tolerations import keep_resource_tolerations
 from dra_migrate.engine.triggers import (
     CLAIM_FIELDS,
     CONTAINER_CLAIMS,
@@ -115,6 +116,9 @@ def _convert_workload(obj: dict[str, Any], config: Config) -> ConversionResult:
         extended.update(converted.extended)
         conversions.extend(converted.conversions)
         changed |= converted.changed
+        if converted.conversions and config.resource_tolerations:
+            resources = (c.resource for c in converted.conversions)
+            changed |= keep_resource_tolerations(pod_spec, resources, path, findings)
         changed |= convert_node_name(pod_spec, path, config.node_name, findings)
         if converted.changed and not config.target.feature_enabled("DynamicResourceAllocation"):
             findings.warning(

@@ -33,7 +33,12 @@ def convert_node_name(pod_spec: dict[str, Any], base: PathParts, policy: NodeNam
     if applied:
         del pod_spec["nodeName"]
         target = "nodeSelector kubernetes.io/hostname" if policy.mode == "nodeSelector" else "node affinity"
-        findings.info("node-name-to-selector", path, f"nodeName {node!r} -> {target} so the scheduler allocates claims")
+        findings.info(
+            "node-name-to-selector",
+            path,
+            f"nodeName {node!r} -> {target} so the scheduler allocates claims; the pod no longer bypasses the "
+            "scheduler, so the node's NoSchedule taints and a cordon (unschedulable) now apply to it",
+        )
     return applied
 
 

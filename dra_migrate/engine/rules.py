@@ -89,6 +89,7 @@ RULES: tuple[Rule, ...] = (
     Rule("schema", ERROR, "the conversion made an object the target release would reject (schema, names, CEL)"),
     Rule("schema-input", ERROR, "an output object the target would reject, as its input already was"),
     Rule("comment-lost", WARN, "a comment line the fallback editor could not keep (anchors, merge keys, tags)"),
+    Rule("resource-toleration", INFO, "the toleration ExtendedResourceToleration gave for the resource was added"),
     Rule("helm-chart", WARN, "a Helm chart requests mapped devices: convert what it renders with the post-renderer"),
     Rule("status-dropped", WARN, "a converted object's non-empty status was dropped (the server owns it)"),
     Rule("template-conflict", ERROR, "a generated ResourceClaimTemplate's name is taken by another spec; kept"),

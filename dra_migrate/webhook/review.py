@@ -31,7 +31,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from dra_migrate.engine import Config, ConversionResult, convert, with_served_classes
+from dra_migrate.engine import Config, ConversionResult, at_admission, convert, with_served_classes
 from dra_migrate.webhook import messages
 from dra_migrate.webhook.budget import Budget
 from dra_migrate.webhook.cluster import ClusterCaches
@@ -62,6 +62,7 @@ class Reviewer:
         on_created: Callable[[], None] = lambda: None,
         on_api_error: Callable[[str, str], None] = lambda operation, reason: None,
     ) -> None:
+        config = at_admission(config)  # the cluster's own admission plugins ran before this webhook
         self._config = config
         self._policy = policy = policy or WebhookPolicy()
         caches = caches or ClusterCaches()

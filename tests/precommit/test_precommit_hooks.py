@@ -260,7 +260,7 @@ def test_convert_hook_rewrites_the_file_then_the_staged_result_commits(convert_p
     assert first.returncode != 0, _output(first)
     assert "files were modified by this hook" in _shown(first), _output(first)
     rewritten = path.read_text(encoding="utf-8")
-    assert "nvidia.com/gpu" not in rewritten
+    assert "nvidia.com/gpu: 2" not in rewritten
     assert "resourceClaimTemplateName" in rewritten and "kind: ResourceClaimTemplate" in rewritten
     assert rewritten.startswith("# a training pod as it is written today\n"), "comments are kept"
 

@@ -12,7 +12,7 @@ import pytest
 from fakekube import FakeKubeServer
 from webhook_support import ServerProcess, corpus_pods, decoded_patch, make_review
 
-from dra_migrate.engine import convert, default_config
+from dra_migrate.engine import at_admission, convert, default_config
 
 corpus.require_module("legacy")
 CONFIG = default_config()
@@ -42,7 +42,7 @@ def test_corpus_has_pods() -> None:
 
 
 def _check(server: ServerProcess, fake: FakeKubeServer, pod: dict[str, Any], review: dict[str, Any]) -> None:
-    expected = convert(pod, CONFIG)
+    expected = convert(pod, at_admission(CONFIG))
     response = server.review(review)
     assert response["allowed"] is True, response
     patch = decoded_patch(response)

@@ -23,7 +23,7 @@ from webhook_support import (
     watching,
 )
 
-from dra_migrate.engine import convert, default_config
+from dra_migrate.engine import at_admission, convert, default_config
 
 TEMPLATE_READS = "/resourceclaimtemplates/"  # a GET of one template by name (lists have no trailing slash)
 TEMPLATES = "/resourceclaimtemplates"
@@ -71,7 +71,7 @@ def test_existing_identical_template_is_reused(
     fake_kube.fake.add_template(convert(pod, default_config()).templates[0], "team-a")
     server = start_server(kubeconfig=kubeconfig, workers=1)
     response = server.review(make_review(pod, namespace="team-a"))
-    assert patched(pod, response) == convert(pod, default_config()).object
+    assert patched(pod, response) == convert(pod, at_admission(default_config())).object
     assert fake_kube.fake.calls_to("POST") == 0
 
 

@@ -9,7 +9,7 @@ import yaml
 from fakekube import FakeKubeServer
 from webhook_support import ROOT, StartServer, decoded_patch, gpu_pod, make_review, patched
 
-from dra_migrate.engine import convert, default_config
+from dra_migrate.engine import at_admission, convert, default_config
 from dra_migrate.webhook.optout import SKIP_KEY
 
 
@@ -20,7 +20,7 @@ def test_dry_run_patches_but_creates_nothing(
     pod = gpu_pod()
     response = server.review(make_review(pod, dry_run=True))
     assert response["allowed"] is True
-    assert patched(pod, response) == convert(pod, default_config()).object
+    assert patched(pod, response) == convert(pod, at_admission(default_config())).object
     assert response["auditAnnotations"]["decision"] == "converted-dry-run"
     assert fake_kube.fake.calls_to("POST") == 0
     assert fake_kube.fake.templates == {}

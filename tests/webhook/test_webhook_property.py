@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from webhook_support import decoded_patch, make_review
 
-from dra_migrate.engine import convert, default_config
+from dra_migrate.engine import at_admission, convert, default_config
 from dra_migrate.webhook.app import create_app
 from dra_migrate.webhook.review import Reviewer
 
@@ -103,7 +103,7 @@ def test_patch_reproduces_engine_output(pod: dict[str, Any], beta: bool, dry_run
     response = body["response"]
     _well_formed(response, review["request"]["uid"])
 
-    expected = convert(pod, CONFIG)
+    expected = convert(pod, at_admission(CONFIG))
     patch = decoded_patch(response)
     if expected.changed:
         assert patch is not None

@@ -39,7 +39,7 @@ from webhook_support import (
 )
 
 from dra_migrate.certs.generate import CertifiedKey, create_ca
-from dra_migrate.engine import convert, default_config
+from dra_migrate.engine import at_admission, convert, default_config
 from dra_migrate.webhook.namespaces import own_namespace
 from dra_migrate.webhook.optout import SKIP_KEY
 
@@ -331,7 +331,7 @@ def test_quota_gap_policy_converts_anyway(
     watching(fake_kube.fake, "resourcequotas")
     pod = gpu_pod()
     response = server.review(make_review(pod, namespace="team-q"))
-    assert patched(pod, response) == convert(pod, default_config()).object
+    assert patched(pod, response) == convert(pod, at_admission(default_config())).object
     warned = [w for w in response["warnings"] if "ResourceQuota team-q/gpu-quota" in w]
     assert len(warned) == (1 if policy == "warn" else 0)
 
