@@ -19,7 +19,10 @@ from dra_migrate.engine.quota import convert_quota, report_kueue_cluster_queue
 from dra_migrate.engine.ray import CLUSTER_SPECS as RAY_KINDS
 from dra_migrate.engine.ray import keep_ray_resources
 from dra_migrate.engine.result import Conversion, ConversionResult
+from dra_migrate.engine.serverless import ALTERNATIVES, knative_reason, undeclared_mode
+from dra_migrate.engine.severity import Severity
 from dra_migrate.engine.strategy import Path, decide
+from dra_migrate.engine.strategy import Route as Decision
 from dra_migrate.engine.tolerations import keep_resource_tolerations
 from dra_migrate.engine.triggers import (
     CLAIM_FIELDS,
@@ -54,12 +57,49 @@ def convert(obj: Mapping[str, Any], config: Config) -> ConversionResult:
         return ConversionResult(obj, False, [], unknown)
     if workload.unsupported:
         return _report_unsupported(obj, workload.unsupported, config)
-    return _convert_workload(obj, config)
+    result = _convert_workload(obj, config)
+    if result.conversions and workload.api_group == "argoproj.io":
+        result.findings.append(
+            Finding(
+                Severity.WARNING,
+                "argo-resource-claims",
+                "spec",
+                "template resourceClaims need Argo Workflows 4.1 or later: an older controller drops the field and "
+                "the step's pod runs without its devices",
+            )
+        )
+    return _through_knative(obj, result, workload.api_group) if result.conversions else result
+
+
+def _through_knative(obj: dict[str, Any], result: ConversionResult, group: str) -> ConversionResult:
+    """A workload Knative Serving runs cannot take claims: refused, left as is (engine/serverless.py)."""
+    reason = knative_reason(obj, group)
+    if reason is None:
+        if undeclared_mode(obj, group):
+            result.findings.append(
+                Finding(
+                    Severity.WARNING,
+                    "serverless-mode-unknown",
+                    "metadata.annotations",
+                    "this InferenceService names no deployment mode, so the cluster's inferenceservice-config "
+                    "decides: in Serverless mode Knative refuses the claims it now has; set "
+                    "serving.kserve.io/deploymentMode: RawDeployment, or see the README's Knative section",
+                )
+            )
+        return result
+    findings = [f for f in result.findings if f.severity is not Severity.INFO]
+    findings.extend(
+        Finding(Severity.ERROR, "serverless-claims", c.path, f"{reason}: {ALTERNATIVES}") for c in result.conversions
+    )
+    return ConversionResult(obj, False, [], findings, result.extended)
 
 
 def _convert_quota(obj: dict[str, Any], config: Config) -> ConversionResult:
     if obj.get("kind") == "ClusterQueue":
-        return ConversionResult(obj, False, [], report_kueue_cluster_queue(obj, config.mappings))
+        def kept(spec: DeviceRequestSpec) -> bool:
+            return _route(spec, config).path is Path.EXTENDED_RESOURCE
+
+        return ConversionResult(obj, False, [], report_kueue_cluster_queue(obj, config.mappings, kept))
     served: set[str] = set()
     if config.target.feature_enabled("DRAExtendedResource"):  # claims are charged to requests.<name> too
         served = set(config.served) | (set(config.mappings.exact_names()) if config.emits_device_classes else set())
@@ -164,6 +204,12 @@ def _convert_list(obj: dict[str, Any], config: Config) -> ConversionResult:
     )
 
 
+def _route(spec: DeviceRequestSpec, config: Config) -> Decision:
+    """The migration strategy's decision for a request that needs nothing DRA-only (engine/strategy.py)."""
+    serving = config.served.get(spec.resource) or (serving_class(spec) if config.emits_device_classes else None)
+    return decide(spec.resource, spec, False, config.strategy, config.target, serving)
+
+
 def _report_unsupported(obj: dict[str, Any], reason: str, config: Config) -> ConversionResult:
     """Kinds we cannot rewrite (no pod spec to hold claims): say where device requests are, and
     which of them KEP-5004 serves with no change at all."""
@@ -180,10 +226,7 @@ def _report_unsupported(obj: dict[str, Any], reason: str, config: Config) -> Con
                     continue
                 where = json_path(*path, section, str(name))
                 if isinstance(spec, DeviceRequestSpec):
-                    serving = config.served.get(spec.resource) or (
-                        serving_class(spec) if config.emits_device_classes else None
-                    )
-                    route = decide(spec.resource, spec, False, config.strategy, config.target, serving)
+                    route = _route(spec, config)
                     if route.path is Path.EXTENDED_RESOURCE and route.warning is None:
                         findings.info("migration-path", where, f"{name} -> {route.path}: {route.reason}")
                         extended[spec.resource] = spec

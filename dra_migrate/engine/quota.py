@@ -13,7 +13,7 @@ the name through extendedResourceName, the claim evaluator charges the claims of
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Any
 
 from dra_migrate.engine.findings import Finding, Findings, json_path
@@ -105,15 +105,19 @@ def convert_quota(
     return {**quota, "spec": {**spec, "hard": {**hard, **added}}}, findings.items
 
 
-def report_kueue_cluster_queue(queue: dict[str, Any], mappings: MappingTable) -> list[Finding]:
-    """Kueue counts pod requests for coveredResources: converted pods request none of them."""
+def report_kueue_cluster_queue(
+    queue: dict[str, Any], mappings: MappingTable, kept: Callable[[DeviceRequestSpec], bool]
+) -> list[Finding]:
+    """Kueue counts pod requests for coveredResources: converted pods request none of them, while pods
+    left to KEP-5004 (`kept`) still do."""
     findings = Findings()
     spec = queue.get("spec")
     groups = spec.get("resourceGroups") if isinstance(spec, dict) else None
     for i, group in enumerate(groups if isinstance(groups, list) else ()):
         covered = group.get("coveredResources") if isinstance(group, dict) else None
         for j, name in enumerate(covered if isinstance(covered, list) else ()):
-            if isinstance(name, str) and isinstance(mappings.resolve(name), DeviceRequestSpec):
+            spec = mappings.resolve(name) if isinstance(name, str) else None
+            if isinstance(spec, DeviceRequestSpec) and not kept(spec):
                 findings.warning(
                     "quota-not-expressible",
                     json_path("spec", "resourceGroups", i, "coveredResources", j),

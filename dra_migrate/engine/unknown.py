@@ -52,6 +52,11 @@ def _mapped(value: Any, mappings: MappingTable) -> bool:
     )
 
 
+# Keys under which a resource name is not a request: a taint or toleration key (a pod template's
+# tolerations for GPU nodes), node selectors and affinity on resource-named labels.
+_NOT_REQUESTS = frozenset({"tolerations", "taints", "nodeSelector", "affinity"})
+
+
 def _occurrences(obj: dict[str, Any], mappings: MappingTable) -> Iterator[tuple[PathParts, str]]:
     stack: list[tuple[PathParts, Any]] = [((key,), value) for key, value in obj.items() if key != "metadata"]
     stack.reverse()
@@ -60,6 +65,8 @@ def _occurrences(obj: dict[str, Any], mappings: MappingTable) -> Iterator[tuple[
         if isinstance(node, dict):
             children = []
             for key, value in node.items():
+                if key in _NOT_REQUESTS:
+                    continue
                 if _mapped(key, mappings):
                     yield (*path, key), key
                 else:

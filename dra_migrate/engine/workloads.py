@@ -49,10 +49,11 @@ def _ray(kind: str, cluster_path: str) -> WorkloadKind:
     )
 
 
-_ARGO_REASON = (
-    "Argo templates have no pod-level resourceClaims field; convert the pods with the webhook, "
-    "or add claims through the template's podSpecPatch"
-)
+def _argo(kind: str, spec_path: str = "spec") -> WorkloadKind:
+    """Argo Workflows 4.1 added `resourceClaims` to a template (its pod's claims; examples/resource-claims.yaml):
+    each template is converted like a pod spec whose container is `container` or `script`."""
+    return WorkloadKind("argoproj.io", kind, (f"{spec_path}.templates[*]",), container_fields=("container", "script"))
+
 
 _TRAINJOB_REASON = (
     "TrainJob asks for devices in spec.trainer.resourcesPerNode and its runtime builds the pods; convert the "
@@ -93,7 +94,11 @@ BUILTIN_WORKLOADS: tuple[WorkloadKind, ...] = (
     _kubeflow("JAXJob", "jaxReplicaSpecs"),
     _kubeflow("MXJob", "mxReplicaSpecs"),
     _ray("RayCluster", "spec"),
-    _ray("RayJob", "spec.rayClusterSpec"),
+    WorkloadKind(
+        "ray.io",
+        "RayJob",
+        (*_ray("RayJob", "spec.rayClusterSpec").pod_spec_paths, "spec.submitterPodTemplate.spec"),
+    ),
     _ray("RayService", "spec.rayClusterConfig"),
     WorkloadKind("jobset.x-k8s.io", "JobSet", ("spec.replicatedJobs[*].template.spec.template.spec",)),
     WorkloadKind(
@@ -115,7 +120,7 @@ BUILTIN_WORKLOADS: tuple[WorkloadKind, ...] = (
     WorkloadKind(
         "serving.kserve.io",
         "InferenceService",
-        ("spec.predictor", "spec.transformer", "spec.explainer"),
+        ("spec.predictor", "spec.predictor.workerSpec", "spec.transformer", "spec.explainer"),
         container_fields=_KSERVE_MODEL_FORMATS,
     ),
     WorkloadKind(
@@ -128,11 +133,15 @@ BUILTIN_WORKLOADS: tuple[WorkloadKind, ...] = (
         "LLMInferenceServiceConfig",
         ("spec.template", "spec.worker", "spec.prefill.template", "spec.prefill.worker"),
     ),
+    # Knative Serving refuses claims (engine/serverless.py): known, so never "unknown", and never rewritten.
+    WorkloadKind("serving.knative.dev", "Service", ("spec.template.spec",)),
+    WorkloadKind("serving.knative.dev", "Configuration", ("spec.template.spec",)),
+    WorkloadKind("serving.knative.dev", "Revision", ("spec",)),
     WorkloadKind("trainer.kubeflow.org", "TrainJob", (), unsupported=_TRAINJOB_REASON),
-    WorkloadKind("argoproj.io", "Workflow", (), unsupported=_ARGO_REASON),
-    WorkloadKind("argoproj.io", "WorkflowTemplate", (), unsupported=_ARGO_REASON),
-    WorkloadKind("argoproj.io", "ClusterWorkflowTemplate", (), unsupported=_ARGO_REASON),
-    WorkloadKind("argoproj.io", "CronWorkflow", (), unsupported=_ARGO_REASON),
+    _argo("Workflow"),
+    _argo("WorkflowTemplate"),
+    _argo("ClusterWorkflowTemplate"),
+    _argo("CronWorkflow", "spec.workflowSpec"),
 )
 
 

@@ -374,28 +374,26 @@ def test_unchanged_list_is_returned_as_is(config: Config) -> None:
 
 
 @pytest.mark.parametrize("kind", ["Workflow", "WorkflowTemplate", "ClusterWorkflowTemplate", "CronWorkflow"])
-def test_argo_kinds_are_reported_not_rewritten(config: Config, kind: str) -> None:
+def test_argo_templates_get_template_level_claims(config: Config, kind: str) -> None:
+    """Argo Workflows 4.1 templates take `resourceClaims` (examples/resource-claims.yaml upstream)."""
+    templates = [
+        {"name": "train", "container": {"image": "x", "resources": {"limits": {"nvidia.com/gpu": 1, "cpu": 1}}}},
+        {"name": "idle", "container": {"image": "x", "resources": {"limits": {"cpu": 1}}}},
+    ]
+    spec: dict[str, Any] = {"templates": templates}
     workflow = {
         "apiVersion": "argoproj.io/v1alpha1",
         "kind": kind,
         "metadata": {"name": "wf"},
-        "spec": {
-            "templates": [
-                {
-                    "name": "train",
-                    "container": {"image": "x", "resources": {"limits": {"nvidia.com/gpu": 1, "vendor.io/x": 1}}},
-                },
-                {"name": "idle", "container": {"image": "x", "resources": {"limits": {"cpu": 1}}}},
-            ]
-        },
+        "spec": {"workflowSpec": spec} if kind == "CronWorkflow" else spec,
     }
     result = convert(workflow, config)
-    assert not result.changed and result.object is workflow and result.templates == []
-    warned = findings(result, severity=Severity.WARNING)
-    assert [(f.rule, f.path) for f in warned] == [
-        ("unsupported-kind", 'spec.templates[0].container.resources.limits["nvidia.com/gpu"]')
-    ]
-    assert "podSpecPatch" in warned[0].message
+    out = converted(result)["spec"]
+    train, idle = (out["workflowSpec"] if kind == "CronWorkflow" else out)["templates"]
+    assert train["container"]["resources"] == {"limits": {"cpu": 1}, "claims": [{"name": "container-gpu"}]}
+    assert [c["name"] for c in train["resourceClaims"]] == ["container-gpu"]
+    assert idle == templates[1]
+    assert [f.rule for f in findings(result, severity=Severity.WARNING)] == ["argo-resource-claims"]
 
 
 def test_extra_workload_kinds_from_the_config_file() -> None:
