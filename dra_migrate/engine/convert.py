@@ -8,14 +8,14 @@ from typing import Any
 from dra_migrate.engine.config import Config
 from dra_migrate.engine.deviceclasses import serving_class
 from dra_migrate.engine.dra.writers import write_hub
-from dra_migrate.engine.findings import Finding, Findings, json_path
+from dra_migrate.engine.findings import Finding, Findings, PathParts, json_path
 from dra_migrate.engine.invalid import check_pod_spec
 from dra_migrate.engine.legacy_pod import flatten_claim_sources
 from dra_migrate.engine.mapping import DeviceRequestSpec, is_extended_resource
 from dra_migrate.engine.nodename import convert_node_name
 from dra_migrate.engine.plain import plain_copy
 from dra_migrate.engine.podspec import convert_pod_spec
-from dra_migrate.engine.quota import convert_quota, report_kueue_cluster_queue
+from dra_migrate.engine.quota import convert_quota, report_kueue_cluster_queue, report_limit_range
 from dra_migrate.engine.ray import CLUSTER_SPECS as RAY_KINDS
 from dra_migrate.engine.ray import keep_ray_resources
 from dra_migrate.engine.result import Conversion, ConversionResult
@@ -95,6 +95,8 @@ def _through_knative(obj: dict[str, Any], result: ConversionResult, group: str) 
 
 
 def _convert_quota(obj: dict[str, Any], config: Config) -> ConversionResult:
+    if obj.get("kind") == "LimitRange":
+        return ConversionResult(obj, False, [], report_limit_range(obj, config.mappings))
     if obj.get("kind") == "ClusterQueue":
         def kept(spec: DeviceRequestSpec) -> bool:
             return _route(spec, config).path is Path.EXTENDED_RESOURCE
@@ -156,6 +158,8 @@ def _convert_workload(obj: dict[str, Any], config: Config) -> ConversionResult:
         extended.update(converted.extended)
         conversions.extend(converted.conversions)
         changed |= converted.changed
+        if converted.conversions:
+            _check_scheduler(obj, pod_spec, path, findings)
         if converted.conversions and config.resource_tolerations:
             resources = (c.resource for c in converted.conversions)
             changed |= keep_resource_tolerations(pod_spec, resources, path, findings)
@@ -174,6 +178,21 @@ def _convert_workload(obj: dict[str, Any], config: Config) -> ConversionResult:
     # Templates are built in the hub form (v1); write them in the version the target serves.
     written = [write_hub(t, "ResourceClaimTemplate", config.target) for t in templates.values()]
     return ConversionResult(out, True, written, findings.items, list(extended.values()), conversions)
+
+
+def _check_scheduler(obj: dict[str, Any], pod_spec: dict[str, Any], path: PathParts, findings: Findings) -> None:
+    """Claims are allocated by the scheduler that binds the pod: another one must support DRA."""
+    spec = obj.get("spec")
+    job_level = spec.get("schedulerName") if isinstance(spec, dict) else None  # a Volcano Job's own field
+    name = pod_spec.get("schedulerName") or job_level
+    if isinstance(name, str) and name not in ("", "default-scheduler"):
+        findings.warning(
+            "custom-scheduler",
+            json_path(*path, "schedulerName"),
+            f"schedulerName {name!r}: the pod's claims are allocated by the scheduler that binds it, so {name} "
+            "must allocate ResourceClaims (DRA) for it to start; if it places pods by the extended resource "
+            "(an extender, a quota plugin), it will not see these devices",
+        )
 
 
 def _convert_list(obj: dict[str, Any], config: Config) -> ConversionResult:

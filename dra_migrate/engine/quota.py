@@ -9,6 +9,10 @@ such entry gets a device-class entry beside it with the same count.
 Names served by KEP-5004 are the exception: where DRAExtendedResource is on and a DeviceClass maps
 the name through extendedResourceName, the claim evaluator charges the claims of that class to
 `requests.<name>` as well, and the old entry keeps working by itself.
+
+A scoped quota (`scopes`, `scopeSelector`: PriorityClass, Terminating, BestEffort, ...) tracks pods
+only: ResourceClaims are never charged to it, so no entry added there would limit converted pods.
+It is left as it is, with a warning saying what would limit them.
 """
 
 from __future__ import annotations
@@ -66,6 +70,17 @@ def convert_quota(
             continue
         by_class.setdefault(request.device_class_name, []).append((key, request, value))
     added: dict[str, Any] = {}
+    if by_class and (spec.get("scopes") or spec.get("scopeSelector")):
+        for device_class, entries in by_class.items():
+            names = ", ".join(key for key, _, _ in entries)
+            findings.warning(
+                "quota-scoped",
+                json_path("spec", "hard", entries[0][0]),
+                f"this quota is scoped (scopes/scopeSelector), and Kubernetes charges ResourceClaims only to "
+                f"unscoped quotas: pods converted to claims of {device_class} escape {names}. Limit them with an "
+                f"unscoped quota holding {class_quota_name(device_class)}, or leave them to KEP-5004",
+            )
+        return None, findings.items
     for device_class, entries in by_class.items():
         target = class_quota_name(device_class)
         where = json_path("spec", "hard", target)
@@ -103,6 +118,38 @@ def convert_quota(
     if not added:
         return None, findings.items
     return {**quota, "spec": {**spec, "hard": {**hard, **added}}}, findings.items
+
+
+_LIMIT_SECTIONS = ("default", "defaultRequest", "max", "min", "maxLimitRequestRatio")
+
+
+def report_limit_range(limit_range: dict[str, Any], mappings: MappingTable) -> list[Finding]:
+    """A LimitRange that names a converted resource: its `default`/`defaultRequest` would give converted
+    containers a device-plugin request back (one vendor then served both ways, and the pod unschedulable
+    on DRA-only nodes), and its `max`/`min` stop applying to claims."""
+    findings = Findings()
+    spec = limit_range.get("spec")
+    limits = spec.get("limits") if isinstance(spec, dict) else None
+    for i, item in enumerate(limits if isinstance(limits, list) else ()):
+        for section in _LIMIT_SECTIONS:
+            values = item.get(section) if isinstance(item, dict) else None
+            for name in values if isinstance(values, dict) else ():
+                if not isinstance(mappings.resolve(str(name)), DeviceRequestSpec):
+                    continue
+                if section in ("default", "defaultRequest"):
+                    effect = (
+                        "gives every container that does not ask for it a device-plugin request for it again, "
+                        "converted containers included (one vendor served both by the device plugin and DRA): "
+                        "remove this entry before converting the namespace's workloads"
+                    )
+                else:
+                    effect = "does not apply to ResourceClaims: converted pods are no longer held to it"
+                findings.warning(
+                    "limit-range-device",
+                    json_path("spec", "limits", i, section, str(name)),
+                    f"this LimitRange's {section} for {name} {effect}",
+                )
+    return findings.items
 
 
 def report_kueue_cluster_queue(

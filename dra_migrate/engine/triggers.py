@@ -39,7 +39,7 @@ class Route(enum.Enum):
 
 
 # Quota kinds whose keys name device-plugin resources, by API group (engine/quota.py).
-QUOTA_KINDS = {"ResourceQuota": "", "ClusterQueue": "kueue.x-k8s.io"}
+QUOTA_KINDS = {"ResourceQuota": "", "ClusterQueue": "kueue.x-k8s.io", "LimitRange": ""}
 
 
 def route_for(api_version: object, kind: str, config: Config) -> Route:

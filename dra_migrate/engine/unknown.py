@@ -22,7 +22,7 @@ MAX_PER_OBJECT = 10  # the first ones make the point; a report of thousands does
 # (API group, kind) of objects that hold no pod resources, or whose names are handled elsewhere
 _CORE_KINDS = """
     ConfigMap Secret Service ServiceAccount Namespace Endpoints PersistentVolume PersistentVolumeClaim
-    Event ResourceQuota Node LimitRange
+    Event ResourceQuota Node
 """
 NOT_WALKED = frozenset(
     {("", kind) for kind in _CORE_KINDS.split()}

@@ -94,3 +94,42 @@ def test_a_cluster_queue_keeps_limiting_pods_left_to_kep_5004() -> None:
     assert [f.rule for f in convert(queue, converted).findings] == ["quota-not-expressible"]
     kept = with_emitted_classes(default_config("1.36"))
     assert convert(queue, kept).findings == []
+
+
+def test_a_scoped_quota_gets_no_key_it_could_not_enforce_and_says_so() -> None:
+    quota = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q"},
+             "spec": {"scopeSelector": {"matchExpressions": [{"scopeName": "PriorityClass", "operator": "In",
+                                                              "values": ["high"]}]},
+                      "hard": {"requests.nvidia.com/gpu": 1}}}  # fmt: skip
+    result = convert(quota, default_config())
+    assert not result.changed
+    (warning,) = findings(result, severity=Severity.WARNING)
+    assert warning.rule == "quota-scoped" and "gpu.nvidia.com.deviceclass.resource.k8s.io/devices" in warning.message
+
+
+def test_a_limit_range_on_a_converted_name_is_warned() -> None:
+    limit_range = {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "l"},
+                   "spec": {"limits": [{"type": "Container", "default": {"nvidia.com/gpu": 1},
+                                        "max": {"nvidia.com/gpu": 4, "cpu": 8}}]}}  # fmt: skip
+    result = convert(limit_range, default_config())
+    assert not result.changed
+    assert [(f.rule, f.path) for f in result.findings] == [
+        ("limit-range-device", 'spec.limits[0].default["nvidia.com/gpu"]'),
+        ("limit-range-device", 'spec.limits[0].max["nvidia.com/gpu"]'),
+    ]
+    assert "both by the device plugin and DRA" in result.findings[0].message
+
+
+@pytest.mark.parametrize("where", ["pod", "volcano-job"])
+def test_another_scheduler_is_asked_whether_it_allocates_claims(where: str) -> None:
+    pod_spec: dict[str, Any] = {"containers": [{"name": "c", "image": "x", "resources": _gpu()}]}
+    if where == "pod":
+        spec = {**pod_spec, "schedulerName": "kai"}
+        obj = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec}
+    else:
+        task = {"name": "t", "replicas": 1, "template": {"spec": pod_spec}}
+        obj = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "j"},
+               "spec": {"schedulerName": "volcano", "tasks": [task]}}  # fmt: skip
+    result = convert(obj, default_config())
+    assert result.changed
+    assert [f.rule for f in findings(result, severity=Severity.WARNING)] == ["custom-scheduler"]
