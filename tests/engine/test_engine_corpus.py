@@ -351,22 +351,7 @@ EXPECTED_134: dict[tuple[str, int], tuple[set[tuple[str, str]], str]] = {
         )
         for i in (0, 1, 2)
     },
-    # DeviceTaintRule is served only as v1alpha3 up to 1.35 (v1beta2 from 1.36, v1 unreleased; docs/dra-api.md 1.1).
-    (
-        "kubernetes-sigs__dra-example-driver/v0.4.0/demo/examples/device-taints-tolerations/device-taint-pod-toleration/1-device-taint-rule.yaml",
-        0,
-    ): (
-        _NOT_SERVED,
-        "DeviceTaintRule v1beta2 is not served by 1.34",
-    ),
-    ("kubernetes__api/HEAD-10b39a3/testdata/HEAD/resource.k8s.io.v1.DeviceTaintRule.yaml", 0): (
-        _NOT_SERVED,
-        "v1 DeviceTaintRule unreleased",
-    ),
-    ("kubernetes__api/v0.36.0/testdata/HEAD/resource.k8s.io.v1beta2.DeviceTaintRule.yaml", 0): (
-        _NOT_SERVED,
-        "v1beta2 only from 1.36",
-    ),
+    # DeviceTaintRule v1beta2 and v1 are written as v1alpha3, the version 1.34 serves (docs/dra-api.md 1.1).
 }
 
 _NEWER_THAN_132 = "field added after 1.32 (field-not-in-target)"

@@ -507,20 +507,22 @@ def test_structured_parameters_of_130_are_an_error(kind: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("version", "target", "served"),
+    ("version", "target", "written"),
     [
-        ("v1alpha3", "1.32", False),
-        ("v1alpha3", "1.33", True),
-        ("v1alpha3", "1.34", True),
-        ("v1alpha3", "1.35", True),
-        ("v1beta2", "1.34", False),
-        ("v1beta2", "1.35", False),
-        ("v1beta2", "1.36", True),
-        ("v1", "1.36", False),
-        ("v1", "1.37", True),
+        ("v1alpha3", "1.32", None),  # 1.32 serves no version of it: an error, left as is
+        ("v1alpha3", "1.33", "v1alpha3"),
+        ("v1alpha3", "1.35", "v1alpha3"),
+        ("v1beta2", "1.34", "v1alpha3"),
+        ("v1beta2", "1.36", "v1beta2"),
+        ("v1", "1.36", "v1beta2"),
+        ("v1", "1.37", "v1"),
+        ("v1beta2", "1.37", "v1"),  # 1.37 serves v1 by default (DRADeviceTaintRules GA)
+        ("v1alpha3", "1.37", "v1"),
     ],
 )
-def test_device_taint_rule_is_kept_where_served_and_an_error_elsewhere(version: str, target: str, served: bool) -> None:
+def test_device_taint_rule_goes_to_the_version_the_release_table_prefers(
+    version: str, target: str, written: str | None
+) -> None:
     obj = {
         "apiVersion": f"resource.k8s.io/{version}",
         "kind": "DeviceTaintRule",
@@ -528,13 +530,16 @@ def test_device_taint_rule_is_kept_where_served_and_an_error_elsewhere(version: 
         "spec": {"deviceSelector": {"driver": "gpu.example.com"}, "taint": {"key": "k", "effect": "NoSchedule"}},
     }
     result = convert(obj, cfg(target))
-    assert not result.changed and result.object is obj
-    if served and version == "v1":
-        assert result.findings == []
-    elif served:  # alpha/beta APIs are served only when enabled
-        assert {(f.rule, f.severity) for f in result.findings} == {("api-off-by-default", Severity.WARNING)}
-    else:
+    if written is None:
+        assert not result.changed and result.object is obj
         assert error_keys(result) == {("not-served", "apiVersion")}
+        return
+    out = converted(result) if result.changed else obj
+    assert out["apiVersion"] == f"resource.k8s.io/{written}" and out["spec"] == obj["spec"]
+    assert result.changed == (written != version)
+    warnings = {f.rule for f in result.findings if f.severity is Severity.WARNING}
+    assert warnings == (set() if written == "v1" else {"api-off-by-default"})  # alpha/beta only when enabled
+    assert schema_errors(out, Target.parse(target)) == ()
 
 
 def test_unknown_kinds_of_the_group_are_left_alone() -> None:

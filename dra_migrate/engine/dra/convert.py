@@ -99,6 +99,27 @@ def _check_device_taint_rule(version: str, target: Target, findings: Findings) -
         )
 
 
+def _convert_device_taint_rule(
+    obj: dict[str, Any], version: str, target: Target, findings: Findings
+) -> tuple[dict[str, Any], bool]:
+    """A DeviceTaintRule moves to the version the target's release table prefers (1.37: v1, served by
+    default), when its fields fit that version's type; otherwise it stays and is checked as it is."""
+    kind = "DeviceTaintRule"
+    release = target.release
+    preferred = target.api_version_for(kind) if release.served_versions(kind) else version
+    already_fine = version == preferred or (release.serves(version, kind) and release.on_by_default(version, kind))
+    if already_fine:
+        _check_device_taint_rule(version, target, findings)
+        return obj, False
+    written = _without_status(obj, findings)
+    written["apiVersion"] = f"{RESOURCE_GROUP}/{preferred}"
+    if not fit_to_target(written, kind, target, findings, lambda parts: parts).ok:
+        return obj, False
+    _check_device_taint_rule(preferred, target, findings)
+    findings.info("api-version", "apiVersion", f"{obj.get('apiVersion')} {kind} -> {written['apiVersion']} {kind}")
+    return written, True
+
+
 def convert_dra_object(obj: dict[str, Any], target: Target, findings: Findings) -> tuple[dict[str, Any] | None, bool]:
     """Returns (object or None when dropped, changed)."""
     version = str(obj.get("apiVersion", "")).rsplit("/", 1)[-1]
@@ -120,8 +141,7 @@ def convert_dra_object(obj: dict[str, Any], target: Target, findings: Findings) 
         )
         return obj, False
     if kind == "DeviceTaintRule":
-        _check_device_taint_rule(version, target, findings)
-        return obj, False
+        return _convert_device_taint_rule(obj, version, target, findings)
     if kind not in CORE_KINDS and kind != "ResourceClass":
         return obj, False
     if kind in writers.CLAIM_KINDS:
