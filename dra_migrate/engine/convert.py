@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from dra_migrate.engine import hami
 from dra_migrate.engine.config import Config
 from dra_migrate.engine.deviceclasses import serving_class
 from dra_migrate.engine.dra.writers import write_hub
@@ -153,7 +154,8 @@ def _convert_workload(obj: dict[str, Any], config: Config) -> ConversionResult:
     for path, pod_spec in config.workloads.pod_specs(out):
         check_pod_spec(pod_spec, path, findings)
         changed |= flatten_claim_sources(pod_spec, path, findings)
-        converted = convert_pod_spec(pod_spec, path, namespace, config, findings, container_fields)
+        pod_config = _with_pod_selectors(config, _pod_annotations(out, path), path, findings)
+        converted = convert_pod_spec(pod_spec, path, namespace, pod_config, findings, container_fields)
         templates.update(converted.templates)
         extended.update(converted.extended)
         conversions.extend(converted.conversions)
@@ -178,6 +180,43 @@ def _convert_workload(obj: dict[str, Any], config: Config) -> ConversionResult:
     # Templates are built in the hub form (v1); write them in the version the target serves.
     written = [write_hub(t, "ResourceClaimTemplate", config.target) for t in templates.values()]
     return ConversionResult(out, True, written, findings.items, list(extended.values()), conversions)
+
+
+def _pod_annotations(obj: dict[str, Any], path: PathParts) -> dict[str, Any]:
+    """The annotations of the pod a pod spec at `path` makes: the object's own for a Pod, else those
+    of the template holding the spec (its sibling `metadata`)."""
+    holder: Any = obj
+    for part in path[:-1]:
+        if isinstance(holder, dict) and isinstance(part, str):
+            holder = holder.get(part)
+        elif isinstance(holder, list) and isinstance(part, int) and part < len(holder):
+            holder = holder[part]
+        else:
+            return {}
+    metadata = holder.get("metadata") if isinstance(holder, dict) else None
+    annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
+    return annotations if isinstance(annotations, dict) else {}
+
+
+def _with_pod_selectors(config: Config, annotations: dict[str, Any], path: PathParts, findings: Findings) -> Config:
+    """HAMi's device-selection annotations as CEL selectors on the pod's GPU requests (engine/hami.py)."""
+    if not annotations:
+        return config
+    where = json_path(*path[:-1], "metadata", "annotations") if len(path) > 1 else "metadata.annotations"
+    for name in hami.policies(annotations):
+        findings.warning(
+            "hami-policy",
+            where,
+            f"{name}: DRA has no equivalent of HAMi's node/GPU scheduling policy (binpack, spread); the "
+            "scheduler picks among the devices that match",
+        )
+    selected = hami.selectors(annotations)
+    if not selected:
+        return config
+    for annotation, selector in selected:
+        findings.info("hami-selector", where, f"{annotation} -> CEL selector on {hami.GPU_CLASS} devices: {selector}")
+    extra = tuple(selector for _, selector in selected)
+    return config._replace(mappings=config.mappings.with_selectors(hami.GPU_CLASS, extra))
 
 
 def _check_scheduler(obj: dict[str, Any], pod_spec: dict[str, Any], path: PathParts, findings: Findings) -> None:

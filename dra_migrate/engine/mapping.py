@@ -173,11 +173,28 @@ class MappingTable:
             class_selectors=tuple(_sub(s, captures) for s in entry.class_selectors),
         )
 
+    def with_selectors(self, device_class: str, selectors: tuple[str, ...]) -> MappingTable:
+        """This table, with `selectors` added to every request for `device_class` (a pod's own
+        restriction on which devices it may get, such as HAMi's annotations)."""
+        return _SelectingTable(self, device_class, selectors)
+
     def exact_names(self) -> list[str]:
         return [e.resource for e in self.entries if e.resource is not None and e.unconvertible is None]
 
     def patterns(self) -> list[str]:
         return [e.pattern for e in self.entries if e.pattern is not None and e.unconvertible is None]
+
+
+class _SelectingTable(MappingTable):
+    def __init__(self, base: MappingTable, device_class: str, selectors: tuple[str, ...]) -> None:
+        super().__init__(base.entries)
+        self._base, self._device_class, self._extra = base, device_class, selectors
+
+    def resolve(self, resource: str) -> DeviceRequestSpec | Unconvertible | None:
+        spec = self._base.resolve(resource)
+        if isinstance(spec, DeviceRequestSpec) and spec.device_class_name == self._device_class:
+            return spec._replace(selectors=(*spec.selectors, *self._extra))
+        return spec
 
 
 def is_extended_resource(name: str) -> bool:

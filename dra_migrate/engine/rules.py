@@ -41,6 +41,8 @@ RULES: tuple[Rule, ...] = (
     Rule("serverless-claims", ERROR, "Knative Serving runs the workload and refuses claims; left as is"),
     Rule("serverless-mode-unknown", WARN, "an InferenceService names no deployment mode (Serverless refuses claims)"),
     Rule("unsupported-kind", WARN, "device requests in a kind whose pods cannot be given claims"),
+    Rule("hami-selector", INFO, "a HAMi device-selection annotation became a CEL selector"),
+    Rule("hami-policy", WARN, "a HAMi scheduling policy annotation has no DRA equivalent"),
     Rule("custom-scheduler", WARN, "a converted pod names another scheduler, which must allocate claims"),
     Rule("limit-range-device", WARN, "a LimitRange names a converted resource (its default re-adds it)"),
     Rule("quota-scoped", WARN, "a scoped quota on a converted name: claims are charged to unscoped quotas only"),

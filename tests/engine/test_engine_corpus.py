@@ -232,6 +232,26 @@ def resolve_key(name: str) -> DeviceKey:
     return (spec.device_class_name, spec.selectors)
 
 
+def _pod_keys(pod_spec: dict[str, Any], templates: list[dict[str, Any]]) -> Any:
+    """resolve_key, with the selectors a pod's own annotations add (HAMi's selection, as CEL): the
+    one template of that class the pod references."""
+    referenced = {c.get("resourceClaimTemplateName") for c in pod_spec.get("resourceClaims") or []}
+    keys: dict[str, set[DeviceKey]] = {}
+    for template in templates:
+        if template["metadata"]["name"] in referenced:
+            for request in template["spec"]["spec"]["devices"]["requests"]:
+                exactly = request.get("exactly") or request
+                selectors = tuple(s["cel"]["expression"] for s in exactly.get("selectors") or ())
+                keys.setdefault(exactly["deviceClassName"], set()).add((exactly["deviceClassName"], selectors))
+
+    def key_for(name: str) -> DeviceKey:
+        default = resolve_key(name)
+        found = keys.get(default[0], set())
+        return next(iter(found)) if len(found) == 1 else default
+
+    return key_for
+
+
 @pytest.mark.parametrize("path", LEGACY, ids=legacy_id)
 def test_legacy_device_counts_are_kept(path: Path) -> None:
     """The invariant on real pods: every fully converted resource allocates exactly the device-plugin need."""
@@ -249,7 +269,7 @@ def test_legacy_device_counts_are_kept(path: Path) -> None:
                 if is_extended_resource(name) and isinstance(CONFIG.mappings.resolve(name), DeviceRequestSpec)
             }
             still = {name for _, name in leftover_requests({"apiVersion": "v1", "kind": "Pod", "spec": after})}
-            check_invariant(before, after, result.templates, sorted(names - still), resolve_key)
+            check_invariant(before, after, result.templates, sorted(names - still), _pod_keys(after, result.templates))
 
 
 # --- negative ---------------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@ KServe's modes, RayJob's submitter pod, tolerations that name a resource, Kueue 
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -133,3 +134,29 @@ def test_another_scheduler_is_asked_whether_it_allocates_claims(where: str) -> N
     result = convert(obj, default_config())
     assert result.changed
     assert [f.rule for f in findings(result, severity=Severity.WARNING)] == ["custom-scheduler"]
+
+
+def test_hami_selection_annotations_become_cel_selectors_on_the_driver_attributes() -> None:
+    annotations = {
+        "nvidia.com/use-gputype": "A100, H100",
+        "nvidia.com/nouse-gpuuuid": "GPU-1,GPU-2",
+        "hami.io/node-scheduler-policy": "binpack",
+    }
+    template: dict[str, Any] = {"metadata": {"annotations": annotations},
+                "spec": {"containers": [{"name": "c", "image": "x", "resources": _gpu()}]}}  # fmt: skip
+    deployment: dict[str, Any] = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+                                  "spec": {"selector": {}, "template": template}}  # fmt: skip
+    result = convert(deployment, default_config())
+    (claim_template,) = result.templates
+    request = claim_template["spec"]["spec"]["devices"]["requests"][0]["exactly"]
+    assert [s["cel"]["expression"] for s in request["selectors"]] == [
+        'device.attributes["gpu.nvidia.com"].productName.contains("A100") || '
+        'device.attributes["gpu.nvidia.com"].productName.contains("H100")',
+        '!(device.attributes["gpu.nvidia.com"].uuid in ["GPU-1", "GPU-2"])',
+    ]
+    assert [f.rule for f in findings(result, severity=Severity.WARNING)] == ["hami-policy"]
+    assert {f.rule for f in findings(result, severity=Severity.INFO)} >= {"hami-selector"}
+    plain_deployment = copy.deepcopy(deployment)
+    del plain_deployment["spec"]["template"]["metadata"]
+    plain = convert(plain_deployment, default_config())
+    assert plain.templates[0]["metadata"]["name"] != claim_template["metadata"]["name"]
