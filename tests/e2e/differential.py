@@ -175,7 +175,9 @@ class TranslatorRun:
             for key, obj in keyed(str(relative), outputs):
                 run.outputs[key] = obj
         if device_classes is not None:
-            run.outputs.update(keyed(DEVICE_CLASSES_FILE, documents(device_classes)))
+            # a run that leaves no name to KEP-5004 writes no file (an existing one is left as it was)
+            written = documents(device_classes) if device_classes.exists() else []
+            run.outputs.update(keyed(DEVICE_CLASSES_FILE, written))
         # The report does not tell same-named documents apart: findings count for occurrence 0.
         for severity in ("error", "warning"):
             found = run.findings.setdefault(severity, {})

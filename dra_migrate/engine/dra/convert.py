@@ -99,6 +99,9 @@ def _check_device_taint_rule(version: str, target: Target, findings: Findings) -
         )
 
 
+_TAINT_EFFECTS = ("NoSchedule", "NoExecute", "None")
+
+
 def _convert_device_taint_rule(
     obj: dict[str, Any], version: str, target: Target, findings: Findings
 ) -> tuple[dict[str, Any], bool]:
@@ -110,6 +113,16 @@ def _convert_device_taint_rule(
     already_fine = version == preferred or (release.serves(version, kind) and release.on_by_default(version, kind))
     if already_fine:
         _check_device_taint_rule(version, target, findings)
+        return obj, False
+    taint = (obj.get("spec") or {}).get("taint") if isinstance(obj.get("spec"), dict) else None
+    effect = taint.get("effect") if isinstance(taint, dict) else None
+    if effect not in _TAINT_EFFECTS:
+        # an invalid rule is invalid in every version: moving it would only move the problem
+        findings.error(
+            "schema-input",
+            "spec.taint.effect",
+            f"effect {effect!r} is not one of {', '.join(_TAINT_EFFECTS)}: no version accepts this rule; left as is",
+        )
         return obj, False
     written = _without_status(obj, findings)
     written["apiVersion"] = f"{RESOURCE_GROUP}/{preferred}"
