@@ -9,6 +9,7 @@ a conversion.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -46,6 +47,16 @@ def find_renderer() -> Renderer | None:
     return None
 
 
+def _message(stderr: str) -> str:
+    """kustomize's own words, without the log prefix kubectl puts before them (`E1126 ... run.go:72]
+    "command failed" err="..."`)."""
+    text = " ".join(stderr.split())
+    found = re.search(r'err="(.*)"$', text)
+    if found:
+        text = found.group(1).replace('\\"', '"')
+    return text[:500]
+
+
 def build(renderer: Renderer, directory: Path) -> list[Any]:
     """The objects `kustomize build DIRECTORY` renders; RenderError with kustomize's message."""
     import subprocess  # only runs over kustomizations build (it imports signal: a one-file run does not)
@@ -62,8 +73,7 @@ def build(renderer: Renderer, directory: Path) -> list[Any]:
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise RenderError(f"{renderer.label} could not run: {exc}") from exc
     if done.returncode != 0:
-        message = " ".join(done.stderr.split()) or f"exit {done.returncode}"
-        raise RenderError(message[:500])
+        raise RenderError(_message(done.stderr) or f"exit {done.returncode}")
     try:
         return [d for d in kubeyaml.load_all(done.stdout) if isinstance(d, dict)]
     except (ValueError, yaml.YAMLError) as exc:  # kustomize writes YAML it can read; this is a broken binary
