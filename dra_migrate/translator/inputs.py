@@ -47,14 +47,12 @@ class NotRegularFileError(OSError):
 
 def read_file(path: Path, limit: int = MAX_FILE_BYTES, regular_only: bool = False) -> str:
     """The file's text; with `regular_only`, a FIFO or device is refused without waiting for a writer."""
-    if regular_only:
-        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            os.close(descriptor)
-            raise NotRegularFileError(errno.EINVAL, "not a regular file (a FIFO, socket or device)", str(path))
-        os.close(descriptor)
-    with path.open("rb") as handle:
+    # O_NONBLOCK opens a FIFO without waiting for a writer; it changes nothing for a regular file
+    flags = os.O_RDONLY | os.O_CLOEXEC | (os.O_NONBLOCK if regular_only else 0)
+    with os.fdopen(os.open(path, flags), "rb") as handle:
         status = os.fstat(handle.fileno())
+        if not stat.S_ISREG(status.st_mode) and regular_only:
+            raise NotRegularFileError(errno.EINVAL, "not a regular file (a FIFO, socket or device)", str(path))
         if not stat.S_ISREG(status.st_mode):  # a pipe or device (`<(...)`): no size to trust
             return _decode(_read_bounded(handle, limit), limit)
         if status.st_size > limit:

@@ -272,11 +272,7 @@ class Reporter:
 
     def add_run(self, finding: Finding) -> None:
         """A finding about the whole run rather than one file."""
-        row = run_entry(finding)
-        self.summary.severities.update([row["severity"]])
-        for report in (self.json, self.file_text, None if self.json_on_stderr else self.stderr_text):
-            if report is not None:
-                report.add_rows([row])
+        self.add_about(None, finding)
 
     def add(self, result: FileResult) -> None:
         self.summary.add(result, len(result.templates) + result.templates_inline)
@@ -294,10 +290,10 @@ class Reporter:
         result.file_findings.append(finding)
         self.add_about(result.source.display, finding)
 
-    def add_about(self, file: str, finding: Finding) -> None:
+    def add_about(self, file: str | None, finding: Finding) -> None:
         """A finding about a file, whether or not the run converted it (a kustomization it rendered)."""
         self.summary.severities.update([str(finding.severity)])
-        row = {"file": file, "document": None, **finding.as_dict()}
+        row = {**run_entry(finding), "file": file}
         for report in (self.json, self.file_text, None if self.json_on_stderr else self.stderr_text):
             if report is not None:
                 report.add_rows([row])
