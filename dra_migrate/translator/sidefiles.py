@@ -72,14 +72,9 @@ class SideFiles:
     def _merged_file(
         self, source: Source, templates: list[dict[str, Any]], notes: list[Finding] | None = None
     ) -> FileResult:
-        assert source.path is not None
-        path = source.path
-        try:
-            existing = read_file(path, self.run.limit) if path.exists() else ""
-        except (OSError, UnicodeDecodeError, InputTooLargeError) as exc:
-            result = FileResult(source, "", "")
-            result.error = f"cannot read, templates not written: {getattr(exc, 'strerror', None) or exc}"
-            return result
+        existing = self._existing(source, "templates")
+        if isinstance(existing, FileResult):
+            return existing
         merged = merge_templates(existing, templates)
         result = FileResult(source, existing, merged.text, templates_inline=merged.added)
         result.error = merged.error
@@ -129,18 +124,26 @@ class SideFiles:
             for k in renaming
         ]
 
+    def _existing(self, source: Source, what: str) -> str | FileResult:
+        """The text a file the run merges into already holds ("" when there is none), or, when it cannot
+        be read, its recorded error result (nothing is then written to it)."""
+        assert source.path is not None
+        try:
+            return read_file(source.path, self.run.limit) if source.path.exists() else ""
+        except (OSError, UnicodeDecodeError, InputTooLargeError) as exc:
+            result = FileResult(source, "", "")
+            result.error = f"cannot read, {what} not written: {getattr(exc, 'strerror', None) or exc}"
+            self.run.record(result)
+            return result
+
     def device_classes_file(self) -> FileResult:
         """The --device-classes file with a DeviceClass for every name left to KEP-5004 in this run,
         in the target's version, merged into what the file holds (its other objects and comments kept)."""
         path = Path(self.run.args.device_classes)
         source = Source(path, Path(path.name))
-        try:
-            existing = read_file(path, self.run.limit) if path.exists() else ""
-        except (OSError, UnicodeDecodeError, InputTooLargeError) as exc:
-            result = FileResult(source, "", "")
-            result.error = f"cannot read, DeviceClasses not written: {getattr(exc, 'strerror', None) or exc}"
-            self.run.record(result)
-            return result
+        existing = self._existing(source, "DeviceClasses")
+        if isinstance(existing, FileResult):
+            return existing
         merged = merge_device_classes(existing, self._device_classes())
         result = FileResult(source, existing, merged.text)
         result.error = merged.error
