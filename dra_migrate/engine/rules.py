@@ -107,6 +107,8 @@ RULES: tuple[Rule, ...] = (
     Rule("render-mismatch", ERROR, "kustomize renders other devices for a container after the conversion"),
     Rule("render-not-verified", WARN, "a kustomization root could not be rendered to check the conversion"),
     Rule("render-verified", INFO, "kustomize renders the same devices before and after the conversion"),
+    Rule("json-patch-converted", INFO, "an overlay's JSON 6902 patch of device requests rewritten to claims"),
+    Rule("patch-not-converted", ERROR, "an overlay's patch or replacement of device requests has no exact DRA form"),
 )
 
 BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}

@@ -58,7 +58,7 @@ def run_convert(args: argparse.Namespace) -> int:
     # Written files of a unit wait for its templates file (a workload is never written referencing a
     # template that could not be written), and, when kustomization roots are verified, for the render
     # check. Printed output is one stream, and goes out as it comes.
-    verifying = to_files and run.repository.verifies_renders()
+    verifying = to_files and run.repository.holds_writes()
     held: dict[Path | None, list[FileResult]] = {}
     for result in run.results():
         if to_files and result.changed and result.has_errors:
@@ -110,7 +110,7 @@ def _changes(results: Iterable[FileResult]) -> dict[Path, str]:
 
 def _verified(run: Run, ready: list[FileResult]) -> list[FileResult]:
     """The files to write once every kustomization root they feed renders the same devices."""
-    failed = run.repository.failed_renders(_changes(ready))
+    failed = run.repository.failed_roots(_changes(ready))
     if not failed:
         return ready
     keep: list[FileResult] = []

@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dra_migrate.configfile import load_config
 from dra_migrate.engine import (
@@ -30,6 +30,9 @@ from dra_migrate.translator.repository import Repository
 from dra_migrate.translator.runner import Work, default_jobs, read_error, run_files
 from dra_migrate.translator.sidefiles import SideFiles
 from dra_migrate.translator.sources import Source, common_base, discover, has_stdin
+
+if TYPE_CHECKING:
+    from dra_migrate.translator.patchplan import PatchFile
 
 
 class UsageError(Exception):
@@ -190,7 +193,13 @@ class Run:
         return None
 
     def local(self, source: Source) -> bool:
-        return source.path is None or source.is_json or source.path in self._streams or not source.path.is_file()
+        if source.path is None or source.is_json or source.path in self._streams or not source.path.is_file():
+            return True
+        return self._patch_file(source) is not None  # its rewrite was planned here (translator.patchplan)
+
+    def _patch_file(self, source: Source) -> PatchFile | None:
+        planned = self.repository.patches.files if self.repository.patches is not None else None
+        return planned.get(source.path.resolve()) if planned and source.path is not None else None
 
     def whole(self, source: Source) -> FileResult:
         try:
@@ -204,6 +213,12 @@ class Run:
             result.error = read_error(exc)
             return result
         registry, options, owner = self._unit(source)
+        patch = self._patch_file(source)
+        if patch is not None:
+            result = FileResult(source, text, patch.text)
+            result.templates = list(patch.templates)
+            result.file_findings.append(Finding(Severity.INFO, "json-patch-converted", "", patch.summary))
+            return self.side.settle(result, owner)
         try:
             result = process(source, text, registry, options)
         except Exception as exc:  # one bad file must not stop a bulk run or leak a traceback

@@ -8,8 +8,10 @@ reach them through the base.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -24,12 +26,13 @@ _PATCH_LISTS = ("patches", "patchesJson6902")
 
 
 class Kustomization:
-    __slots__ = ("data", "directories", "files", "patches", "path", "text")
+    __slots__ = ("data", "directories", "files", "patches", "path", "rewritten", "text")
 
     def __init__(self, path: Path, data: dict[str, Any], text: str) -> None:
         self.path = path  # the kustomization file
         self.data = data
         self.text = text
+        self.rewritten: str | None = None  # its text with inline patches converted (translator.repository)
         self.files: set[Path] = set()  # resolved files it lists (resources and patches)
         self.patches: set[Path] = set()  # those of them it lists as patches
         self.directories: set[Path] = set()  # resolved directories it lists
@@ -135,3 +138,59 @@ class KustomizationIndex:
 
     def known(self) -> list[Kustomization]:
         return [k for k in self._by_directory.values() if k is not None]
+
+
+class PatchEntry(NamedTuple):
+    """One entry of `patches` or `patchesJson6902`: its patch inline or in a file (resolved)."""
+
+    key: str
+    position: int
+    target: dict[str, Any] | None
+    file: Path | None
+    inline: str | None
+
+    @property
+    def label(self) -> str:
+        return f"{self.key}[{self.position}]"
+
+
+def patch_entries(kustomization: Kustomization) -> list[PatchEntry]:
+    out: list[PatchEntry] = []
+    for key in _PATCH_LISTS:
+        values = kustomization.data.get(key)
+        for index, entry in enumerate(values if isinstance(values, list) else ()):
+            if not isinstance(entry, dict):
+                continue
+            target = entry.get("target") if isinstance(entry.get("target"), dict) else None
+            path, inline = entry.get("path"), entry.get("patch")
+            file = (kustomization.directory / path).resolve() if isinstance(path, str) and "://" not in path else None
+            out.append(PatchEntry(key, index, target, file, inline if isinstance(inline, str) else None))
+    return out
+
+
+def _matches(pattern: Any, value: str) -> bool:
+    """kustomize reads a selector's kind, name and namespace as anchored regular expressions."""
+    if pattern in (None, ""):
+        return True
+    try:
+        return re.fullmatch(str(pattern), value) is not None
+    except re.error:
+        return str(pattern) == value
+
+
+def selects(target: Mapping[str, Any], obj: Mapping[str, Any]) -> bool | None:
+    """Whether a patch target selects `obj`; None for a label or annotation selector (not evaluated here)."""
+    if target.get("labelSelector") or target.get("annotationSelector"):
+        return None
+    api_version = str(obj.get("apiVersion") or "")
+    group, _, version = api_version.rpartition("/")
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, Mapping):
+        metadata = {}
+    return (
+        _matches(target.get("group"), group)
+        and _matches(target.get("version"), version)
+        and _matches(target.get("kind"), str(obj.get("kind") or ""))
+        and _matches(target.get("name"), str(metadata.get("name") or ""))
+        and _matches(target.get("namespace"), str(metadata.get("namespace") or ""))
+    )

@@ -35,25 +35,31 @@ def _claims_by_path(obj: dict[str, Any], config: Config) -> dict[PathKey, list[A
     return out
 
 
-def base_claims(texts: Iterable[str], config: Config) -> dict[tuple[str, str, str], dict[PathKey, list[Any]]]:
+BaseClaims = dict[tuple[str, str, str], dict[PathKey, list[Any]]]
+
+
+def base_claims(texts: Iterable[str], config: Config) -> BaseClaims:
     """Each base object's pod `resourceClaims` lists, by object and pod spec path."""
-    found: dict[tuple[str, str, str], dict[PathKey, list[Any]]] = {}
+    objects: list[Any] = []
     for text in texts:
         try:
-            objects = kubeyaml.load_all(text)
+            objects.extend(kubeyaml.load_all(text))
         except (ValueError, yaml.YAMLError):  # an unreadable base file has its own error in the run
             continue
-        for obj in objects:
-            if isinstance(obj, dict):
-                claims = _claims_by_path(obj, config)
-                if claims:
-                    found[_identity(obj)] = claims
+    return claims_of(objects, config)
+
+
+def claims_of(objects: Iterable[Any], config: Config) -> BaseClaims:
+    found: BaseClaims = {}
+    for obj in objects:
+        if isinstance(obj, dict):
+            claims = _claims_by_path(obj, config)
+            if claims:
+                found[_identity(obj)] = claims
     return found
 
 
-def _target(
-    patch: Mapping[str, Any], bases: Mapping[tuple[str, str, str], dict[PathKey, list[Any]]]
-) -> dict[PathKey, list[Any]] | None:
+def _target(patch: Mapping[str, Any], bases: BaseClaims) -> dict[PathKey, list[Any]] | None:
     kind, name, namespace = _identity(patch)
     exact = bases.get((kind, name, namespace))
     if exact is not None or namespace:
@@ -63,7 +69,7 @@ def _target(
     return matches[0] if len(matches) == 1 else None
 
 
-def complete_patch(text: str, bases: Mapping[tuple[str, str, str], dict[PathKey, list[Any]]], config: Config) -> str:
+def complete_patch(text: str, bases: BaseClaims, config: Config) -> str:
     """`text` (a converted patch file) with the base's other claims added to each `resourceClaims` list."""
     stream = split_stream(text)
     parts: list[str] = []

@@ -16,12 +16,35 @@ from dra_migrate.translator.sources import display_path
 
 if TYPE_CHECKING:
     from dra_migrate.translator.driver import Run
+    from dra_migrate.translator.patchplan import PatchFile, PatchPlan
 
 
 class Repository:
     def __init__(self, run: Run) -> None:
         self.run = run
         self.charts: set[Path] = set()  # Helm charts that request mapped devices (helm-chart warnings)
+        self.patches = self._plan_patches()
+
+    def _plan_patches(self) -> PatchPlan | None:
+        """JSON 6902 patches and replacements over device requests, planned before conversion."""
+        if self.run.placement == "stream" or not self.run.index.known():
+            return None
+        from dra_migrate.translator.patchplan import PatchPlan
+
+        plan = PatchPlan(self.run.index, self.run.options.config, lambda path: read_file(path, self.run.limit))
+        for problem in plan.problems:
+            where = self._display(problem.file)
+            self.run.reporter.add_about(where, Finding(Severity.ERROR, "patch-not-converted", "", problem.message))
+        self.run.any_errors |= bool(plan.problems)
+        for path, templates in plan.inline.items():
+            root = self._argument_for(path)
+            if root is not None:
+                self.run.side.add_kustomization_edit(path, root, templates)
+        return plan
+
+    def patch_file(self, path: Path) -> PatchFile | None:
+        """The DRA form of a JSON 6902 patch file (resolved path), when the plan rewrote it."""
+        return self.patches.files.get(path) if self.patches is not None else None
 
     def note_chart(self, result: FileResult) -> None:
         """A skipped file of a Helm chart that requests mapped devices: the chart needs the post-renderer."""
@@ -69,14 +92,34 @@ class Repository:
     def verifies_renders(self) -> bool:
         return bool(self.run.args.verify_render) and self.run.placement != "stream" and bool(self.run.index.known())
 
+    def holds_writes(self) -> bool:
+        """Whether written files wait for the check of every root they feed."""
+        return self.verifies_renders() or bool(self.patches is not None and self.patches.problems)
+
+    def failed_roots(self, changes: dict[Path, str]) -> list[Any]:
+        """Roots that must not be written: those that render from a patch the plan could not convert
+        (reported already), and, when renders are verified, those whose render changed."""
+        from dra_migrate.translator.verify import RootCheck, render_directories
+
+        failed = self.patches.failed() if self.patches is not None else set()
+        checks = [
+            RootCheck(root, ["renders from a patch that cannot be converted (patch-not-converted)"])
+            for root in self.run.index.known()
+            if any(p.parent in render_directories(self.run.index, root) for p in failed)
+        ]
+        return checks + (self.failed_renders(changes) if self.verifies_renders() else [])
+
     def _display(self, found: Path) -> str:
         """A resolved path as the user would name it, under the directory argument that holds it."""
+        root = self._argument_for(found)
+        return self.run.names.source(found, root).display if root is not None else display_path(found)
+
+    def _argument_for(self, found: Path) -> Path | None:
+        """The directory argument, as typed, that holds a resolved path."""
         for typed in self.run.paths:
-            if typed != "-":
-                source = self.run.names.source(found, Path(typed))
-                if source.root is not None:
-                    return source.display
-        return display_path(found)
+            if typed != "-" and self.run.names.source(found, Path(typed)).root is not None:
+                return Path(typed)
+        return None
 
     def failed_renders(self, changes: dict[Path, str]) -> list[Any]:
         """Build every kustomization root among the inputs before and after `changes` (resolved path ->

@@ -19,6 +19,7 @@ from dra_migrate.translator.pipeline import FileResult
 from dra_migrate.translator.placement import add_resource, merge_device_classes, merge_templates
 from dra_migrate.translator.registry import TemplateKey, template_key
 from dra_migrate.translator.sources import Source, display_path
+from dra_migrate.translator.yamltext import kubeyaml
 
 if TYPE_CHECKING:
     from dra_migrate.translator.driver import Run
@@ -50,6 +51,12 @@ class SideFiles:
             self.templates.extend(result.templates)
             result.templates = []
         return result
+
+    def add_kustomization_edit(self, path: Path, root: Path, templates: list[dict[str, Any]]) -> None:
+        """A kustomization whose inline patches were rewritten (`Kustomization.rewritten`): it is
+        written with the templates they need, as one unit."""
+        self.needs.setdefault(path, []).extend(templates)
+        self.roots.setdefault(path, root)
 
     def _hold(self, source: Source, unit: Path) -> None:
         if source.path is not None:
@@ -96,15 +103,21 @@ class SideFiles:
             if listed.name != TEMPLATES_FILE:
                 elsewhere.update(self.run.existing.get(listed, ()))
         placed = [t for t in templates if template_key(t) not in elsewhere]
-        if not placed:
-            return
-        templates_file = self.run.names.source(kustomization.directory / TEMPLATES_FILE, root)
-        templates_result = self._merged_file(templates_file, placed, self._rename_warnings(kustomization))
-        yield templates_result
-        edited = add_resource(kustomization.text, kustomization.data, TEMPLATES_FILE)
-        if edited is not None and templates_result.error is None:
+        text = kustomization.rewritten or kustomization.text
+        if placed:
+            templates_file = self.run.names.source(kustomization.directory / TEMPLATES_FILE, root)
+            templates_result = self._merged_file(templates_file, placed, self._rename_warnings(kustomization))
+            yield templates_result
+            if templates_result.error is not None:
+                return
+            data = kustomization.data if kustomization.rewritten is None else kubeyaml.load(text)
+            text = add_resource(text, data, TEMPLATES_FILE) or text
+        if text != kustomization.text:
             source = self.run.names.source(kustomization.path, root)
-            result = FileResult(source, kustomization.text, edited)
+            result = FileResult(source, kustomization.text, text)
+            if kustomization.rewritten is not None:
+                message = "inline JSON 6902 operations on device requests rewritten to claims"
+                result.file_findings.append(Finding(Severity.INFO, "json-patch-converted", "", message))
             self.run.record(result)
             yield result
 

@@ -135,3 +135,25 @@ def test_invalid_constructs_do_not_block_the_device_conversion(config: Config) -
     assert result.changed
     assert converted(result)["spec"]["resourceClaims"][0]["name"] == "app-gpu"
     assert [f.rule for f in errors(result)] == ["invalid-claim-field-ref"]
+
+
+@pytest.mark.parametrize("version", ["v1alpha3", "v1beta1", "v1beta2", "v1"])
+@pytest.mark.parametrize("kind", ["ResourceClaim", "ResourceClaimTemplate"])
+def test_a_claim_whose_devices_is_not_a_mapping_is_left_as_is_with_an_error(
+    config: Config, version: str, kind: str
+) -> None:
+    """Found by the prefilter property test: `devices` as a list was an AttributeError."""
+    spec: dict[str, Any] = {"devices": ["requests:\n- name: g\n"]}
+    obj = {
+        "apiVersion": f"resource.k8s.io/{version}",
+        "kind": kind,
+        "metadata": {"name": "n"},
+        "spec": {"spec": spec} if kind == "ResourceClaimTemplate" else spec,
+    }
+    original = copy.deepcopy(obj)
+    result = convert(obj, config)
+    assert obj == original
+    assert not result.changed
+    if version in ("v1alpha3", "v1beta1"):  # read to be moved: refused, saying why
+        where = "spec.spec.devices" if kind == "ResourceClaimTemplate" else "spec.devices"
+        assert [(f.rule, f.path) for f in errors(result)] == [("schema-input", where)]

@@ -36,6 +36,12 @@ def _read_claim(obj: dict[str, Any], kind: str, version: str, findings: Findings
     if not isinstance(spec, dict):
         findings.error("claim-spec-missing", ".".join(path), "claim spec missing")
         return None
+    devices = spec.get("devices")
+    if devices is not None and not isinstance(devices, dict):
+        # no version accepts it: moving the claim would only move the problem
+        where = ".".join((*path, "devices"))
+        findings.error("schema-input", where, f"{where} is a {type(devices).__name__}, not a mapping; left as is")
+        return None
     reader: Callable[[dict[str, Any], tuple[str, ...], Findings], dict[str, Any] | None]
     reader = readers.claim_spec_from_v1alpha2 if version in _CLASSIC_VERSIONS else readers.claim_spec_from_flat
     hub_spec = (
