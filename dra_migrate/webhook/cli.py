@@ -105,6 +105,9 @@ def serve_command(args: argparse.Namespace) -> int:
     prepared = _prepare(args)
     if isinstance(prepared, int):
         return prepared
+    from dra_migrate.webhook.kube_client import remove_credential_files
+
+    remove_credential_files()  # the served process loads the configuration again
     sys.stdout.flush()
     sys.stderr.flush()
     os.execv(sys.executable, [sys.executable, "-m", "dra_migrate.webhook.launch", *_serve_argv(args)])
@@ -132,6 +135,7 @@ def run_server(args: argparse.Namespace) -> int:
     # Must be set before prometheus_client is imported (it picks its value class then).
     metrics_dir = tempfile.mkdtemp(prefix="dra-migrate-metrics-")
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
+    master = os.getpid()  # gunicorn forks the workers inside run(): they leave through here too
     try:
         from dra_migrate.webhook.server import ServeOptions, run
 
@@ -148,7 +152,8 @@ def run_server(args: argparse.Namespace) -> int:
         )
         return run(options, settings, kube)
     finally:
-        shutil.rmtree(metrics_dir, ignore_errors=True)
+        if os.getpid() == master:  # a worker that exits must not take its siblings' metrics along
+            shutil.rmtree(metrics_dir, ignore_errors=True)
 
 
 def _prepare(args: argparse.Namespace) -> int | tuple[Settings, Configuration]:

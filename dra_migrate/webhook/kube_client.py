@@ -10,6 +10,7 @@ by its own timeout, and the review decides what a failure means.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import threading
@@ -21,6 +22,7 @@ import urllib3
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
+from kubernetes.config import kube_config as kube_config_module
 from kubernetes.config.config_exception import ConfigException
 
 from dra_migrate.webhook.resource_api import ApiError, ApiResource, GoneError, Page, WatchEvent, status_error
@@ -56,11 +58,38 @@ def load_configuration(kubeconfig: Path | None = None) -> k8s.Configuration:
             )
     except (ConfigException, OSError, ValueError, TypeError) as exc:
         raise KubeConfigError(f"cannot load the Kubernetes API configuration: {exc}") from None
+    _keep_credential_files()
     configuration.retries = False
     # Reviews run concurrently (gevent): keep up to this many idle API connections per worker
     # instead of dropping, with a warning each, all but cpu_count x 5 after a burst.
     configuration.connection_pool_maxsize = API_CONNECTIONS
     return configuration
+
+
+def _keep_credential_files() -> None:
+    """The client writes embedded certificate data (`certificate-authority-data`, client certificates)
+    to temporary files and deletes them at exit. gunicorn forks the workers from this process, and
+    a worker that exits (a reload, a timeout) would delete the files its siblings and the master
+    still use, and every later API connection would fail: only the process that wrote them does."""
+    global _KEEPING
+    cleanup = getattr(kube_config_module, "_cleanup_temp_files", None)
+    if cleanup is None:
+        return
+    atexit.unregister(cleanup)  # registered again by each load that writes a first file
+    if not _KEEPING:
+        _KEEPING = True
+        writer = os.getpid()
+        atexit.register(lambda: cleanup() if os.getpid() == writer else None)
+
+
+_KEEPING = False
+
+
+def remove_credential_files() -> None:
+    """What `_keep_credential_files` leaves to exit, now: before an exec, which runs no exit handlers."""
+    cleanup = getattr(kube_config_module, "_cleanup_temp_files", None)
+    if cleanup is not None:
+        cleanup()
 
 
 def _load_kubeconfig(configuration: k8s.Configuration, path: Path | None) -> None:

@@ -21,9 +21,11 @@ are listed and watched. `serve` never uses this module.
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 import re
+import ssl
 import threading
 import time
 import uuid
@@ -397,17 +399,27 @@ class _Server(ThreadingHTTPServer):
 
 
 class FakeKubeServer:
-    """`fake` over plain HTTP on a free loopback port, in a background thread."""
+    """`fake` on a free loopback port, in a background thread: plain HTTP, or HTTPS with `tls`
+    (a certificate and key file) as a real apiserver serves it."""
 
-    def __init__(self, fake: FakeKube | None = None) -> None:
+    def __init__(self, fake: FakeKube | None = None, tls: tuple[Path, Path] | None = None) -> None:
         self.fake = fake if fake is not None else FakeKube()
         self._server = _Server(self.fake)
+        self._scheme = "http"
+        if tls is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(str(tls[0]), str(tls[1]))
+            # the handshake happens in the request's thread, not in the accept loop
+            self._server.socket = context.wrap_socket(
+                self._server.socket, server_side=True, do_handshake_on_connect=False
+            )
+            self._scheme = "https"
         self._thread = threading.Thread(target=self._server.serve_forever, name="fake-kube", daemon=True)
 
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return f"{self._scheme}://{host!s}:{port}"
 
     def __enter__(self) -> FakeKubeServer:
         self._thread.start()
@@ -422,12 +434,16 @@ class FakeKubeServer:
         return write_kubeconfig(path, self.url)
 
 
-def write_kubeconfig(path: Path, server: str) -> Path:
-    """A minimal kubeconfig (JSON is valid YAML) pointing at `server`, without credentials."""
+def write_kubeconfig(path: Path, server: str, ca: bytes | None = None) -> Path:
+    """A minimal kubeconfig (JSON is valid YAML) pointing at `server`, without credentials; with
+    `ca`, the server's CA embedded as `certificate-authority-data`."""
+    cluster: dict[str, str] = {"server": server}
+    if ca is not None:
+        cluster["certificate-authority-data"] = base64.b64encode(ca).decode()
     config = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": "fake", "cluster": {"server": server}}],
+        "clusters": [{"name": "fake", "cluster": cluster}],
         "users": [{"name": "fake", "user": {}}],
         "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "fake"}}],
         "current-context": "fake",

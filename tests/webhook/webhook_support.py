@@ -77,6 +77,7 @@ class ServerProcess:
         kubeconfig: Path | None = None,
         workers: int = 2,
         extra_args: tuple[str, ...] = (),
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.port = free_port()
         self.url = f"https://127.0.0.1:{self.port}"
@@ -103,9 +104,10 @@ class ServerProcess:
             args += ["--config", str(config_path)]
         if kubeconfig is not None:
             args += ["--kubeconfig", str(kubeconfig)]
-        env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")}
+        environment = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")}
+        environment.update(env or {})
         self._log = self.log_path.open("wb")
-        self.process = subprocess.Popen(args, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT)
+        self.process = subprocess.Popen(args, cwd=ROOT, env=environment, stdout=self._log, stderr=subprocess.STDOUT)
 
     def wait_ready(self) -> ServerProcess:
         deadline = time.monotonic() + START_TIMEOUT_S

@@ -1,0 +1,45 @@
+"""A worker that leaves (a SIGHUP reload here; gunicorn's abort after a worker timeout leaves the same
+way, through SystemExit) must not take shared state with it: the metrics directory of every
+worker, and the CA file the Kubernetes client wrote from the kubeconfig's
+`certificate-authority-data`. Real gunicorn, a real HTTPS API endpoint, a real reload."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+from fakekube import FakeKubeServer, write_kubeconfig
+from webhook_support import StartServer, gpu_pod, make_review, wait_until
+
+
+def _files(directory: Path) -> set[Path]:
+    return {p for p in directory.rglob("*") if p.is_file()}
+
+
+def test_a_reload_keeps_the_api_ca_file_and_the_metrics(
+    start_server: StartServer, tls_dir: Path, tmp_path: Path
+) -> None:
+    private_tmp = tmp_path / "tmp"  # the server's TMPDIR: where the client writes the CA it was given
+    private_tmp.mkdir()
+    with FakeKubeServer(tls=(tls_dir / "tls.crt", tls_dir / "tls.key")) as api:
+        kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", api.url, ca=(tls_dir / "ca.crt").read_bytes())
+        server = start_server(kubeconfig=kubeconfig, workers=2, env={"TMPDIR": str(private_tmp)})
+        ca_files = [p for p in _files(private_tmp) if p.read_bytes() == (tls_dir / "ca.crt").read_bytes()]
+        assert len(ca_files) == 1, sorted(_files(private_tmp))
+        before = server.review(make_review(gpu_pod("before")))
+        assert before["allowed"] and before.get("patch"), before
+
+        server.process.send_signal(signal.SIGHUP)  # new workers; the old ones exit
+        wait_until(lambda: server.log().count("Worker exiting") >= 2, timeout=30, what="the old workers to exit")
+        wait_until(lambda: server.session.get(f"{server.url}/readyz", timeout=2).status_code == 200)
+
+        assert ca_files[0].exists(), "an exiting worker deleted the CA file the API client uses"
+        assert os.environ.get("PROMETHEUS_MULTIPROC_DIR") is None  # the server's, not this process's
+        for number in range(4):  # both new workers, on fresh connections to the API
+            server.session.close()
+            after = server.review(make_review(gpu_pod(f"after-{number}")))
+            assert after["allowed"] and after.get("patch"), (after, server.log()[-3000:])
+        metrics = server.session.get(f"{server.url}/metrics", timeout=5)
+        assert metrics.status_code == 200, metrics.text
+        assert "dra_migrate" in metrics.text
