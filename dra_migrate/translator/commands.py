@@ -16,6 +16,7 @@ from typing import Any
 from dra_migrate.engine import ConfigError, TargetVersionError
 from dra_migrate.exits import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, fail
 from dra_migrate.translator.driver import Run, UsageError
+from dra_migrate.translator.kustomize import Kustomization
 from dra_migrate.translator.output import JsonWriter, StdoutWriter, install_signal_cleanup
 from dra_migrate.translator.pipeline import FileResult
 from dra_migrate.translator.report import paint, use_colour
@@ -113,13 +114,31 @@ def _verified(run: Run, ready: list[FileResult]) -> list[FileResult]:
     failed = run.repository.failed_roots(_changes(ready))
     if not failed:
         return ready
+    # A root that renders from a file that is not written is not written either: an overlay whose
+    # base stays as it was must not get its converted patches (and so on, up the graph).
+    from dra_migrate.translator.verify import render_directories
+
+    directories = {k.path: render_directories(run.index, k) for k in run.index.known()}
+    paths = {id(r): r.source.path.resolve() for r in ready if r.source.path is not None}
+
+    def renders_from(kustomization: Kustomization, path: Path) -> bool:
+        return any(path.is_relative_to(d) for d in directories.get(kustomization.path, ()))
+
+    blocking = [check.kustomization for check in failed]
+    while True:
+        withdrawn_paths = [p for p in paths.values() if any(renders_from(k, p) for k in blocking)]
+        more = [k for k in run.index.known() if k not in blocking and any(renders_from(k, p) for p in withdrawn_paths)]
+        if not more:
+            break
+        blocking += more
     keep: list[FileResult] = []
     withdrawn: list[FileResult] = []
     for result in ready:
-        path = result.source.path.resolve() if result.source.path is not None else None
-        blocked = path is not None and any(check.covers(run.index, path) for check in failed)
+        path = paths.get(id(result))
+        blocked = path is not None and any(renders_from(k, path) for k in blocking)
         (withdrawn if blocked else keep).append(result)
-    run.withdraw(withdrawn, "a kustomization that renders it would give its pods other devices (render-mismatch)")
+    why = "a kustomization that renders it cannot be converted whole (its render-mismatch or patch-not-converted)"
+    run.withdraw(withdrawn, why)
     return keep
 
 

@@ -179,6 +179,7 @@ class PatchPlan:
                     self.problems.append(PatchProblem(kustomization, kustomization.path, message))
 
     def _names_device(self, field_path: str) -> bool:
+        field_path = field_path.replace("\\.", ".")  # kustomize escapes the dots of a name in a field path
         if any(name in field_path for name in self.config.mappings.exact_names()):
             return True
         return any(re.search(pattern.strip("^$"), field_path) for pattern in self.config.mappings.patterns())

@@ -30,10 +30,6 @@ class RootCheck(NamedTuple):
     def failed(self) -> bool:
         return bool(self.problems)
 
-    def covers(self, index: KustomizationIndex, path: Path) -> bool:
-        """Whether a (resolved) file lies in a directory this root renders from."""
-        return any(path.is_relative_to(d) for d in render_directories(index, self.kustomization))
-
 
 def render_directories(index: KustomizationIndex, root: Kustomization) -> list[Path]:
     return [root.directory, *(k.directory for k in index.reachable(root))]
