@@ -18,6 +18,7 @@ from pathlib import Path
 
 from dra_migrate.certs import cli as certs_cli
 from dra_migrate.exits import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED
+from dra_migrate.planning import cli as planning_cli
 from dra_migrate.subcommands import Subcommands
 from dra_migrate.translator import cli as translator_cli
 from dra_migrate.webhook import cli as webhook_cli
@@ -46,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     subcommands = Subcommands.of(parser, dest="command", required=True, metavar="COMMAND")
     translator_cli.register(subcommands)
+    planning_cli.register(subcommands)
     webhook_cli.register(subcommands)
     certs_cli.register(subcommands)
     if "_ARGCOMPLETE" in os.environ:  # completion reads every subcommand's arguments

@@ -17,6 +17,7 @@ from dra_migrate.engine.config import (
     parse_config,
     with_emitted_classes,
     with_served_classes,
+    with_shared_devices,
     with_strategy,
 )
 from dra_migrate.engine.convert import convert
@@ -96,5 +97,6 @@ __all__ = [
     "text_triggers",
     "with_emitted_classes",
     "with_served_classes",
+    "with_shared_devices",
     "with_strategy",
 ]

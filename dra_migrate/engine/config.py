@@ -7,13 +7,20 @@ so a misspelt key is an error instead of a silently ignored setting (docs/field-
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 if TYPE_CHECKING:
     import jsonschema
 
-from dra_migrate.engine.mapping import BUILTIN_MAPPINGS, DeviceMapping, MappingTable, OpaqueConfig
+from dra_migrate.engine.mapping import (
+    BUILTIN_MAPPINGS,
+    DeviceMapping,
+    DeviceRequestSpec,
+    MappingTable,
+    OpaqueConfig,
+    SharedOn,
+)
 from dra_migrate.engine.strategy import ServingClass, Strategy
 from dra_migrate.engine.validation import cel_problem, dns_subdomain_problem
 from dra_migrate.engine.versions import DEFAULT_TARGET, Target, TargetVersionError
@@ -283,6 +290,23 @@ def leave_unconverted(config: Config, reasons: Mapping[str, str]) -> Config:
     of a pattern mapping.
     """
     overrides = [DeviceMapping(resource=name, unconvertible=reason) for name, reason in reasons.items()]
+    return config._replace(mappings=MappingTable([*overrides, *config.mappings.entries]))
+
+
+def with_shared_devices(config: Config, shares: Mapping[str, tuple[str, Sequence[Mapping[str, str]]]]) -> Config:
+    """`config` knowing that the cluster shares the devices behind each name (time-slicing, MPS) on the
+    nodes with the given labels: for a pod that can land there, a request is a share of a device, which
+    no exclusive claim means: kept, as an error with the reason. Other pods convert as before."""
+    if not shares:
+        return config
+    overrides = []
+    for name, (reason, nodes) in shares.items():
+        otherwise = config.mappings.resolve(name)
+        shared = SharedOn(
+            tuple({frozenset((str(k), str(v)) for k, v in labels.items()) for labels in nodes}),
+            otherwise if isinstance(otherwise, DeviceRequestSpec) else None,
+        )
+        overrides.append(DeviceMapping(resource=name, unconvertible=reason, shared=shared))
     return config._replace(mappings=MappingTable([*overrides, *config.mappings.entries]))
 
 

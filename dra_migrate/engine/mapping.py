@@ -40,6 +40,7 @@ class DeviceMapping:
         "request_name",
         "resource",
         "selectors",
+        "shared",
         "unconvertible",
     )
 
@@ -54,6 +55,7 @@ class DeviceMapping:
         unconvertible: str | None = None,
         keeps_unconverted: tuple[str, ...] = (),
         class_selectors: tuple[str, ...] = (),
+        shared: SharedOn | None = None,
     ) -> None:
         self.resource = resource
         self.pattern = pattern
@@ -66,6 +68,10 @@ class DeviceMapping:
         # CEL a DeviceClass needs to pick this mapping's devices (what the driver's own class selects);
         # used for the DeviceClasses emitted for KEP-5004. Default: device.driver == "<deviceClassName>".
         self.class_selectors = class_selectors
+        # The cluster shares the devices behind the name (time-slicing, MPS) on some nodes: there a request is
+        # a share, and an exclusive claim would change its meaning. Kept, as an error, for the pods that can
+        # land on those nodes (with_shared_devices).
+        self.shared = shared
 
     @property
     def key(self) -> str:
@@ -109,13 +115,31 @@ def _identity(spec: DeviceRequestSpec) -> str:
     )
 
 
-class Unconvertible:
-    __slots__ = ("keeps_unconverted", "reason", "resource")
+class SharedOn(NamedTuple):
+    """Where a cluster shares the devices behind a name: the label sets of the nodes that do, and how the
+    name converts for a pod that cannot land on any of them."""
 
-    def __init__(self, resource: str, reason: str, keeps_unconverted: tuple[str, ...]) -> None:
+    nodes: tuple[frozenset[tuple[str, str]], ...]
+    otherwise: DeviceRequestSpec | None
+
+    def reaches(self, node_selector: Any) -> bool:
+        """Whether a pod with this nodeSelector can land on a node that shares the devices."""
+        if not isinstance(node_selector, Mapping) or not node_selector:
+            return True
+        wanted = {(str(k), str(v)) for k, v in node_selector.items()}
+        return any(wanted <= labels for labels in self.nodes)
+
+
+class Unconvertible:
+    __slots__ = ("keeps_unconverted", "reason", "resource", "shared")
+
+    def __init__(
+        self, resource: str, reason: str, keeps_unconverted: tuple[str, ...], shared: SharedOn | None = None
+    ) -> None:
         self.resource = resource
         self.reason = reason
         self.keeps_unconverted = keeps_unconverted
+        self.shared = shared
 
 
 def _sub(template: str, captures: Mapping[str, str]) -> str:
@@ -162,7 +186,7 @@ class MappingTable:
         if entry is None or captures is None:
             return None
         if entry.unconvertible is not None:
-            return Unconvertible(resource, entry.unconvertible, entry.keeps_unconverted)
+            return Unconvertible(resource, entry.unconvertible, entry.keeps_unconverted, entry.shared)
         assert entry.device_class_name is not None
         return DeviceRequestSpec(
             resource=resource,

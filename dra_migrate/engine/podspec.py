@@ -170,6 +170,16 @@ def _route(
     return route
 
 
+def _for_pod(
+    mapping: DeviceRequestSpec | Unconvertible | None, pod_spec: dict[str, Any]
+) -> DeviceRequestSpec | Unconvertible | None:
+    """A name the cluster shares only on nodes this pod's nodeSelector rules out converts as usual."""
+    shared = mapping.shared if isinstance(mapping, Unconvertible) else None
+    if shared is not None and not shared.reaches(pod_spec.get("nodeSelector")):
+        return shared.otherwise
+    return mapping
+
+
 def _collect_needs(
     refs: list[ContainerRef], pod_spec: dict[str, Any], config: Config, base: PathParts, findings: Findings
 ) -> PodNeeds:
@@ -179,7 +189,7 @@ def _collect_needs(
         limits, requests = _resource_maps(ref.container)
         where = (*base, *ref.where, "resources")
         names = sorted({str(k) for k in (*limits, *requests)})
-        resolved = {name: config.mappings.resolve(name) for name in names}
+        resolved = {name: _for_pod(config.mappings.resolve(name), pod_spec) for name in names}
         kept_back = {
             kept
             for name, mapping in resolved.items()
@@ -204,9 +214,11 @@ def _collect_needs(
                 )
                 continue
             if isinstance(mapping, Unconvertible):
-                findings.warning(
-                    "unconvertible-resource", path, f"container {ref.name!r}: {name} kept: {mapping.reason}"
-                )
+                message = f"container {ref.name!r}: {name} kept: {mapping.reason}"
+                if mapping.shared is not None:
+                    findings.error("shared-device", path, message)
+                else:
+                    findings.warning("unconvertible-resource", path, message)
                 continue
             if name in kept_back:
                 findings.warning(

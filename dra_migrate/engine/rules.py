@@ -29,6 +29,7 @@ RULES: tuple[Rule, ...] = (
     Rule("extended-resource-dra", INFO, "a deviceclass.resource.kubernetes.io/ name is already served by DRA"),
     Rule("unmapped-resource", WARN, "an extended resource with no mapping stays a device-plugin request"),
     Rule("unconvertible-resource", WARN, "a mapped name with no device-count equivalent is kept"),
+    Rule("shared-device", ERROR, "the cluster shares the devices behind a name (time-slicing, MPS): kept"),
     Rule("resource-kept-with-companion", WARN, "kept because the container also requests a qualifying share"),
     Rule("pod-kept-on-device-plugin", WARN, "kept so that one pod does not use a DeviceClass both ways"),
     Rule("invalid-device-count", ERROR, "a count that is not a whole, non-negative number of devices"),

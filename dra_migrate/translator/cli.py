@@ -42,7 +42,12 @@ def _jobs(value: str) -> int:
 def _common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="*", metavar="PATH", help="files or directories; - or nothing reads stdin")
     parser.add_argument("--config", metavar="FILE", help="mapping and policy file (default: built-in mapping)")
-    parser.add_argument("--target-version", metavar="X.Y", help="Kubernetes release to write for (default 1.34)")
+    parser.add_argument(
+        "--target-version", metavar="X.Y", help="Kubernetes release to write for (default: the --cluster's, else 1.34)"
+    )
+    from dra_migrate.planning.cli import cluster_arguments  # argparse only
+
+    cluster_arguments(parser)
     parser.add_argument(
         "--strategy",
         choices=("auto", "claims", "extendedResource"),

@@ -32,6 +32,7 @@ from dra_migrate.translator.sidefiles import SideFiles
 from dra_migrate.translator.sources import Source, common_base, discover, has_stdin
 
 if TYPE_CHECKING:
+    from dra_migrate.cluster.state import ClusterState
     from dra_migrate.translator.patchplan import PatchFile
 
 
@@ -54,6 +55,18 @@ def _objects(text: str) -> list[Any]:
     return out
 
 
+def _cluster(args: argparse.Namespace) -> ClusterState | None:
+    """The cluster a run converts for (--cluster snapshot or --kubeconfig), if one is named."""
+    if getattr(args, "cluster", None) is None and getattr(args, "kubeconfig", None) is None:
+        return None
+    from dra_migrate.planning.command import ClusterSourceError, read_cluster
+
+    try:
+        return read_cluster(args)
+    except ClusterSourceError as exc:
+        raise UsageError(f"cluster: {exc}") from exc
+
+
 class Run:
     """Shared driver for convert and diff: config, sources, per-file processing (the steps of
     translator.runner) and the report. What a run writes besides its inputs is `side`
@@ -63,7 +76,13 @@ class Run:
     `per-file`, or `kustomization` (files a kustomization lists get a templates file beside it)."""
 
     def __init__(self, args: argparse.Namespace, placement: str) -> None:
-        config = load_config(args.config, args.target_version)
+        cluster = _cluster(args)
+        target = args.target_version or (cluster.minor_release if cluster is not None else None)
+        config = load_config(args.config, target)
+        if cluster is not None:  # its DeviceClasses decide KEP-5004; the names it shares are never claimed
+            from dra_migrate.planning.build import cluster_config
+
+            config = cluster_config(cluster, config)
         if args.strategy:
             config = with_strategy(config, args.strategy)
         # limits.MAX_DEPTH levels of nesting through recursive walks (Python 3.11 frames are cheap)

@@ -1,0 +1,72 @@
+"""A cluster snapshot directory: `kubectl get -o yaml` (or JSON) output, any file names, read the same
+way as a live cluster. `version.yaml` (`kubectl version -o yaml`) gives the server's version and
+`api-versions.txt` (`kubectl api-versions`) the served API versions; both are optional."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dra_migrate.cluster.state import KINDS, ClusterState, items
+from dra_migrate.translator.yamltext import kubeyaml
+
+VERSION_FILE = "version.yaml"
+API_VERSIONS_FILE = "api-versions.txt"
+_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+class SnapshotError(Exception):
+    """A snapshot that cannot be read, with the file and the reason."""
+
+
+def read_snapshot(directory: Path) -> ClusterState:
+    if not directory.is_dir():
+        raise SnapshotError(f"{directory}: not a directory")
+    state = ClusterState(source=str(directory))
+    for path in sorted(p for p in directory.rglob("*") if p.is_file()):
+        if path.name == API_VERSIONS_FILE:
+            state.api_versions |= {line.strip() for line in _text(path).splitlines() if line.strip()}
+        elif path.suffix in _SUFFIXES:
+            for document in _documents(path):
+                if isinstance(document, dict) and isinstance(document.get("serverVersion"), dict):
+                    state.server_version = str(document["serverVersion"].get("gitVersion") or "") or None
+                else:
+                    state.add(items(document))
+    return state
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SnapshotError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+def _documents(path: Path) -> list[Any]:
+    try:
+        return kubeyaml.load_all(_text(path))
+    except (ValueError, yaml.YAMLError) as exc:
+        raise SnapshotError(f"{path}: not YAML or JSON: {str(exc).splitlines()[0]}") from None
+
+
+def write_snapshot(state: ClusterState, directory: Path) -> list[Path]:
+    """One List file per kind, the version and the API versions; returns the files written."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    if state.server_version:
+        path = directory / VERSION_FILE
+        path.write_text(yaml.safe_dump({"serverVersion": {"gitVersion": state.server_version}}), encoding="utf-8")
+        written.append(path)
+    if state.api_versions:
+        path = directory / API_VERSIONS_FILE
+        path.write_text("".join(f"{v}\n" for v in sorted(state.api_versions)), encoding="utf-8")
+        written.append(path)
+    resources = {kind: resource for kind, _, resource, _ in KINDS} | {"ConfigMap": "configmaps"}
+    for kind, objects in sorted(state.objects.items()):
+        path = directory / f"{resources.get(kind, kind.lower())}.yaml"
+        document = {"apiVersion": "v1", "kind": "List", "items": objects}
+        path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+        written.append(path)
+    return written

@@ -1,0 +1,84 @@
+"""The objects of a cluster that decide a migration, by kind, with the server's version and API versions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+# Kinds read from a cluster, as (kind, group, resource, namespaced). Secrets are never read; ConfigMaps
+# only where a device plugin or Kueue names them (cluster.live).
+KINDS: tuple[tuple[str, str, str, bool], ...] = (
+    ("Node", "", "nodes", False),
+    ("Pod", "", "pods", True),
+    ("ResourceQuota", "", "resourcequotas", True),
+    ("LimitRange", "", "limitranges", True),
+    ("DaemonSet", "apps", "daemonsets", True),
+    ("Deployment", "apps", "deployments", True),
+    ("StatefulSet", "apps", "statefulsets", True),
+    ("ReplicaSet", "apps", "replicasets", True),
+    ("Job", "batch", "jobs", True),
+    ("CronJob", "batch", "cronjobs", True),
+    ("DeviceClass", "resource.k8s.io", "deviceclasses", False),
+    ("ResourceSlice", "resource.k8s.io", "resourceslices", False),
+    ("MutatingWebhookConfiguration", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", False),
+    ("ClusterPolicy", "nvidia.com", "clusterpolicies", False),
+    ("ClusterQueue", "kueue.x-k8s.io", "clusterqueues", False),
+    ("ResourceFlavor", "kueue.x-k8s.io", "resourceflavors", False),
+)
+KIND_NAMES = frozenset(kind for kind, *_ in KINDS) | {"ConfigMap"}
+
+
+@dataclass
+class ClusterState:
+    server_version: str | None = None  # gitVersion, "v1.36.2"
+    api_versions: set[str] = field(default_factory=set)  # "group/version" ("v1" for the core group)
+    objects: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    source: str = ""  # where it was read from, for the report
+
+    def add(self, objects: Iterable[Any]) -> None:
+        for obj in objects:
+            if isinstance(obj, dict) and obj.get("kind") in KIND_NAMES:
+                self.objects.setdefault(str(obj["kind"]), []).append(obj)
+
+    def of(self, kind: str) -> list[dict[str, Any]]:
+        return self.objects.get(kind, [])
+
+    def config_map(self, namespace: str, name: str) -> dict[str, Any] | None:
+        for obj in self.of("ConfigMap"):
+            metadata = obj.get("metadata") or {}
+            if metadata.get("name") == name and (metadata.get("namespace") or "") == namespace:
+                return obj
+        return None
+
+    def serves(self, group_version: str) -> bool:
+        return group_version in self.api_versions
+
+    @property
+    def minor_release(self) -> str | None:
+        """ "1.36" from the server's gitVersion."""
+        if not self.server_version:
+            return None
+        parts = self.server_version.lstrip("v").split(".")
+        return f"{parts[0]}.{parts[1]}" if len(parts) >= 2 and parts[0].isdigit() else None
+
+
+def name_of(obj: dict[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")
+
+
+def namespace_of(obj: dict[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("namespace") or "")
+
+
+def labels_of(obj: dict[str, Any]) -> dict[str, str]:
+    labels = (obj.get("metadata") or {}).get("labels")
+    return {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {}
+
+
+def items(document: Any) -> Iterator[Any]:
+    """A `kubectl get -o yaml` document's objects: the items of a List, or the object itself."""
+    if isinstance(document, dict) and str(document.get("kind", "")).endswith("List"):
+        yield from document.get("items") or []
+    elif document is not None:
+        yield document

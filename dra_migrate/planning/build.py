@@ -1,0 +1,400 @@
+"""A Plan from a ClusterState: node pools and their stacks, DeviceClasses, every GPU workload's path
+through the engine with the cluster's knowledge, quotas, and the ordered cutover per pool."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+from dra_migrate.cluster.state import ClusterState, labels_of, name_of, namespace_of
+from dra_migrate.engine import (
+    Config,
+    DeviceRequestSpec,
+    Severity,
+    Unconvertible,
+    convert,
+    is_extended_resource,
+    resource_entries,
+    serving_classes,
+    with_served_classes,
+    with_shared_devices,
+)
+from dra_migrate.planning.deviceplugin import Sharing, node_sharing, plugin_sources
+from dra_migrate.planning.model import ClassMapping, Plan, Pool, Quota, SharedResource, Step, Workload
+
+# Labels that name a node's pool on the common platforms, in this order; `--pool-label` overrides.
+POOL_LABELS = (
+    "karpenter.sh/nodepool",
+    "cloud.google.com/gke-nodepool",
+    "eks.amazonaws.com/nodegroup",
+    "kubernetes.azure.com/agentpool",
+    "node.kubernetes.io/instance-type",
+)
+NO_POOL = "(no pool label)"
+_CONTROLLERS = ("Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob")
+_DRIVER = re.compile(r"""device\.driver\s*==\s*["']([^"']+)["']""")
+
+
+def shared_names(state: ClusterState) -> dict[str, tuple[str, list[dict[str, str]]]]:
+    """Device-plugin names the cluster's nodes advertise as shares: why a claim cannot mean them, and the
+    labels of the nodes that share them (a pod whose nodeSelector rules them all out converts)."""
+    sources = plugin_sources(state)
+    found: dict[str, list[tuple[dict[str, Any], Sharing]]] = defaultdict(list)
+    for node in state.of("Node"):
+        for share in node_sharing(sources, node):
+            found[share.advertised].append((node, share))
+    shares = {}
+    for name, where in sorted(found.items()):
+        nodes = sorted(name_of(n) for n, _ in where)
+        share = where[0][1]
+        reason = (
+            f"the device plugin shares it ({share.strategy}, {share.replicas} per device) on {', '.join(nodes[:3])}"
+            f"{' and others' if len(nodes) > 3 else ''}: a request there is a share of a device, a claim gets whole "
+            f"devices (up to {share.replicas} times as many); keep it on the device plugin, or select nodes that do "
+            "not share it (nodeSelector)"
+        )
+        shares[name] = (reason, [labels_of(n) for n, _ in where])
+    return shares
+
+
+def served_config(state: ClusterState, config: Config) -> Config:
+    """`config` knowing the DeviceClasses the cluster serves names with (KEP-5004)."""
+    served = serving_classes(state.of("DeviceClass"))
+    return with_served_classes(config, {name: classes[0] for name, classes in served.items()})
+
+
+def cluster_config(state: ClusterState, config: Config) -> Config:
+    """`config` as the cluster decides it: the DeviceClasses it serves names with, and the names it
+    shares (never turned into exclusive claims for a pod that can land where they are shared)."""
+    return with_shared_devices(served_config(state, config), shared_names(state))
+
+
+def _node_selector(obj: dict[str, Any], config: Config) -> dict[str, str]:
+    """The node selector of a workload's pods (the first pod template's): where it can run."""
+    for _, spec in config.workloads.pod_specs(obj):
+        selector = spec.get("nodeSelector")
+        return {str(k): str(v) for k, v in selector.items()} if isinstance(selector, dict) else {}
+    return {}
+
+
+def _pool_of(node: dict[str, Any], pool_label: str | None) -> str:
+    labels = labels_of(node)
+    for key in (pool_label,) if pool_label else POOL_LABELS:
+        if key and labels.get(key):
+            return labels[key]
+    return NO_POOL
+
+
+def _quantity(value: Any) -> int:
+    try:
+        return int(str(value))
+    except ValueError:
+        return 0
+
+
+def _driver_of(device_class: str, state: ClusterState) -> str:
+    for obj in state.of("DeviceClass"):
+        if name_of(obj) == device_class:
+            for selector in (obj.get("spec") or {}).get("selectors") or []:
+                expression = ((selector or {}).get("cel") or {}).get("expression") or ""
+                match = _DRIVER.search(str(expression))
+                if match:
+                    return match.group(1)
+    return device_class
+
+
+def _device_names(allocatable: dict[str, Any], config: Config) -> dict[str, int]:
+    out = {}
+    for name, value in allocatable.items():
+        mapping = config.mappings.resolve(str(name)) if is_extended_resource(str(name)) else None
+        device = isinstance(mapping, DeviceRequestSpec) or (isinstance(mapping, Unconvertible) and mapping.shared)
+        if device and _quantity(value) > 0:
+            out[str(name)] = _quantity(value)
+    return out
+
+
+def _pools(state: ClusterState, config: Config, base: Config, pool_label: str | None) -> tuple[list[Pool], list[str]]:
+    sources = plugin_sources(state)
+    slices: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for slice_ in state.of("ResourceSlice"):
+        spec = slice_.get("spec") or {}
+        if spec.get("nodeName"):
+            slices[str(spec["nodeName"])][str(spec.get("driver"))] += len(spec.get("devices") or [])
+    by_pool: dict[str, Pool] = {}
+    errors: list[str] = []
+    for node in sorted(state.of("Node"), key=name_of):
+        name = name_of(node)
+        pool = by_pool.setdefault(_pool_of(node, pool_label), Pool(_pool_of(node, pool_label), [], "none"))
+        pool.nodes.append(name)
+        plugin = _device_names((node.get("status") or {}).get("allocatable") or {}, base)
+        shares = {s.advertised: s for s in node_sharing(sources, node)}
+        for resource, count in plugin.items():
+            pool.device_plugin[resource] = pool.device_plugin.get(resource, 0) + count
+            physical = count // shares[resource].replicas if resource in shares else count
+            pool.gpus["device-plugin"] = pool.gpus.get("device-plugin", 0) + physical
+        for driver, count in slices.get(name, {}).items():
+            pool.dra[driver] = pool.dra.get(driver, 0) + count
+            pool.gpus["dra"] = pool.gpus.get("dra", 0) + count
+        for share in shares.values():
+            known = next(
+                (s for s in pool.sharing if (s.advertised, s.strategy) == (share.advertised, share.strategy)), None
+            )
+            if known is None:
+                pool.sharing.append(SharedResource(share.advertised, share.strategy, share.replicas, [name]))
+            else:
+                known.nodes.append(name)
+        plugin_drivers = {
+            _driver_of(spec.device_class_name, state)
+            for resource in plugin
+            if isinstance(spec := base.mappings.resolve(resource), DeviceRequestSpec)
+        }
+        if plugin_drivers & set(slices.get(name, {})):
+            pool.both.append(name)
+    for pool in by_pool.values():
+        has_plugin, has_dra = bool(pool.device_plugin), bool(pool.dra)
+        pool.stack = "both" if pool.both else "device-plugin" if has_plugin else "dra" if has_dra else "none"
+        if has_plugin and has_dra and not pool.both:
+            pool.stack = "mixed"  # different nodes, or different devices on one node
+        if pool.both:
+            errors.append(
+                f"pool {pool.name}: {', '.join(pool.both)} advertise the same devices through the device plugin and a "
+                "DRA driver: pods are over-admitted there; stop one of the two on those nodes"
+            )
+    return sorted(by_pool.values(), key=lambda p: p.name), errors
+
+
+def _requests(obj: dict[str, Any], config: Config) -> dict[str, int]:
+    out: dict[str, int] = defaultdict(int)
+    for _, spec in config.workloads.pod_specs(obj):
+        seen: set[tuple[Any, ...]] = set()
+        for where, section, name in resource_entries(spec):
+            mapping = config.mappings.resolve(name) if is_extended_resource(name) else None
+            if mapping is None or (tuple(where), name) in seen:
+                continue
+            seen.add((tuple(where), name))
+            container: Any = spec
+            for part in where:
+                container = container[part]
+            value = ((container.get("resources") or {}).get(section) or {}).get(name)
+            out[name] += _quantity(value)
+    return dict(out)
+
+
+def _owner(obj: dict[str, Any]) -> tuple[str, str] | None:
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if isinstance(ref, dict) and ref.get("controller"):
+            return str(ref.get("kind")), str(ref.get("name"))
+    return None
+
+
+def _placements(state: ClusterState, node_pools: dict[str, str]) -> dict[tuple[str, str, str], set[str]]:
+    """(kind, namespace, name) of each pod's top controller -> the pools its pods run in."""
+    replica_sets = {(namespace_of(rs), name_of(rs)): _owner(rs) for rs in state.of("ReplicaSet")}
+    jobs = {(namespace_of(j), name_of(j)): _owner(j) for j in state.of("Job")}
+    out: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+    for pod in state.of("Pod"):
+        node = (pod.get("spec") or {}).get("nodeName")
+        if not node:
+            continue
+        namespace = namespace_of(pod)
+        key = ("Pod", namespace, name_of(pod))
+        owner = _owner(pod)
+        if owner is not None:
+            kind, name = owner
+            parent = replica_sets.get((namespace, name)) if kind == "ReplicaSet" else None
+            parent = parent or (jobs.get((namespace, name)) if kind == "Job" else None)
+            top_kind, top_name = parent or owner
+            key = (top_kind, namespace, top_name)
+        out[key].add(node_pools.get(str(node), NO_POOL))
+    return out
+
+
+def _selectable(state: ClusterState, selector: dict[str, str], node_pools: dict[str, str]) -> set[str]:
+    nodes = (n for n in state.of("Node") if all(labels_of(n).get(k) == v for k, v in selector.items()))
+    return {node_pools.get(name_of(n), NO_POOL) for n in nodes}
+
+
+def _evaluate(obj: dict[str, Any], config: Config) -> tuple[str, list[str]]:
+    result = convert(obj, config)
+    errors = [f.message for f in result.findings if f.severity is Severity.ERROR]
+    if errors:
+        return "blocked", errors
+    paths = [f.message for f in result.findings if f.rule == "migration-path"]
+    if result.conversions:
+        return "claims", paths or [f.message for f in result.findings if f.rule == "device-plugin-to-claim"]
+    if result.extended:
+        return "kep-5004", paths
+    return "kept", [f.message for f in result.findings if f.severity is Severity.WARNING]
+
+
+def _workloads(state: ClusterState, base: Config, config: Config, node_pools: dict[str, str]) -> list[Workload]:
+    placements = _placements(state, node_pools)
+    candidates = [o for kind in _CONTROLLERS for o in state.of(kind) if _owner(o) is None]
+    candidates += [p for p in state.of("Pod") if (_owner(p) or ("", ""))[0] not in ("ReplicaSet", "Job")]
+    out = []
+    for obj in candidates:
+        requests = _requests(obj, config)
+        if not requests:
+            continue
+        kind, namespace, name = str(obj.get("kind")), namespace_of(obj), name_of(obj)
+        selector = _node_selector(obj, base)
+        path, reasons = _evaluate(obj, config)
+        # where its pods run, else where its node selector lets them run
+        pools = sorted(placements.get((kind, namespace, name)) or _selectable(state, selector, node_pools))
+        counts = {k: str(v) for k, v in sorted(requests.items())}
+        out.append(Workload(kind, namespace, name, pools, counts, path, reasons))
+    return sorted(out, key=lambda w: (w.namespace, w.kind, w.name))
+
+
+def _quotas(state: ClusterState, config: Config) -> list[Quota]:
+    out = []
+    for kind in ("ResourceQuota", "ClusterQueue", "LimitRange"):
+        for obj in state.of(kind):
+            result = convert(obj, config)
+            problems = [f.message for f in result.findings if f.rule != "migration-path"]
+            converted = result.object if result.changed and kind == "ResourceQuota" else None
+            keys = sorted(_device_keys(obj, config))
+            if keys or problems:
+                out.append(Quota(kind, namespace_of(obj), name_of(obj), keys, problems, converted))
+    return out
+
+
+def _device_keys(obj: dict[str, Any], config: Config) -> Iterable[str]:
+    hard = (obj.get("spec") or {}).get("hard") or {}
+    for key in hard:
+        name = str(key).removeprefix("requests.").removeprefix("limits.")
+        if is_extended_resource(name) and config.mappings.resolve(name) is not None:
+            yield str(key)
+
+
+def _class_mappings(state: ClusterState) -> tuple[list[ClassMapping], dict[str, list[str]]]:
+    served = serving_classes(state.of("DeviceClass"))
+    mappings = []
+    for name, classes in sorted(served.items()):
+        for index, serving in enumerate(classes):
+            mappings.append(ClassMapping(serving.name, name, index == 0))
+    conflicts = {name: [c.name for c in classes] for name, classes in served.items() if len(classes) > 1}
+    return mappings, conflicts
+
+
+def _kueue(state: ClusterState, workloads: list[Workload], config: Config) -> dict[str, Any] | None:
+    if not (state.of("ClusterQueue") or any(v.startswith("kueue.x-k8s.io/") for v in state.api_versions)):
+        return None
+    claimed = sorted({name for w in workloads if w.path == "claims" for name in w.requests})
+    mappings = []
+    for name in claimed:
+        spec = config.mappings.resolve(name)
+        if isinstance(spec, DeviceRequestSpec):
+            mappings.append({"name": name, "deviceClassNames": [spec.device_class_name]})
+    return {"resources": {"deviceClassMappings": mappings}}
+
+
+def _steps(pools: list[Pool], workloads: list[Workload], has_kueue: bool) -> list[Step]:
+    kueue_step = " and Kueue's deviceClassMappings, then restart Kueue (it reads them at start-up)" if has_kueue else ""
+    steps = []
+    for pool in pools:
+        moving = [w for w in workloads if pool.name in w.pools and w.path in ("claims", "kep-5004")]
+        blocked = [w for w in workloads if pool.name in w.pools and w.path == "blocked"]
+        if pool.stack == "both":
+            steps.append(
+                Step(
+                    pool.name,
+                    f"stop the device plugin or the DRA driver on {', '.join(pool.both)} (label the nodes so one "
+                    "DaemonSet no longer selects them)",
+                    "the nodes advertise the devices one way only: allocatable has no mapped name, or no "
+                    "ResourceSlice names the node",
+                )
+            )
+        if pool.stack not in ("device-plugin", "both", "mixed"):
+            continue
+        if pool.sharing:
+            names = ", ".join(sorted({s.advertised for s in pool.sharing}))
+            steps.append(
+                Step(
+                    pool.name,
+                    f"keep this pool on the device plugin: it shares {names}, and what requests it here is a share"
+                    + (f" ({len(blocked)} workload(s) run here)" if blocked else ""),
+                    "nothing to check: this pool is not moved by this plan",
+                )
+            )
+            continue
+        steps += [
+            Step(
+                pool.name,
+                "cordon the pool's nodes and drain its GPU pods (or wait for them to finish)",
+                f"no pod requesting {', '.join(sorted(pool.device_plugin)) or 'a mapped device'} runs on the pool",
+            ),
+            Step(
+                pool.name,
+                "label the nodes so the device-plugin DaemonSet no longer selects them",
+                "node allocatable lists no mapped device name",
+            ),
+            Step(
+                pool.name,
+                "install the DRA driver's kubelet plugin on the pool",
+                "`kubectl get resourceslices` lists every node of the pool with its devices",
+            ),
+            Step(
+                pool.name,
+                "apply the DeviceClasses (plan --write: deviceclasses.yaml)",
+                "`kubectl get deviceclasses` shows them, each extendedResourceName once",
+            ),
+            Step(
+                pool.name,
+                "apply the converted quotas (plan --write: quotas.yaml)" + kueue_step,
+                "`kubectl describe quota` shows the per-class keys with their usage",
+            ),
+            Step(
+                pool.name,
+                f"switch the webhook to convert (plan --write: webhook-config.yaml); {len(moving)} workload(s) move",
+                "a new GPU pod of the pool gets a claim and is allocated",
+            ),
+            Step(pool.name, "uncordon the nodes", "every moved workload's pods are Running with allocated claims"),
+        ]
+    return steps
+
+
+def _sees_pods(configuration: dict[str, Any]) -> bool:
+    rules = [r for hook in configuration.get("webhooks") or [] for r in hook.get("rules") or [] if isinstance(r, dict)]
+    return any("pods" in (r.get("resources") or []) or "*" in (r.get("resources") or []) for r in rules)
+
+
+def build_plan(state: ClusterState, base: Config, pool_label: str | None = None) -> Plan:
+    """`base`: the configuration for the target release, before the cluster's knowledge is added."""
+    config = cluster_config(state, base)
+    pools, errors = _pools(state, config, base, pool_label)
+    node_pools = {node: pool.name for pool in pools for node in pool.nodes}
+    workloads = _workloads(state, base, config, node_pools)
+    classes, conflicts = _class_mappings(state)
+    served = {c.extended_resource_name for c in classes}
+    unmapped = sorted({n for w in workloads for n in w.requests if w.path == "claims" and n not in served})
+    warnings = [problem for source in plugin_sources(state) for problem in source.problems]
+    warnings += [f"{n} is served by {', '.join(c)}: the scheduler picks {c[0]}" for n, c in sorted(conflicts.items())]
+    kueue = _kueue(state, workloads, config)
+    webhooks = sorted(
+        name_of(w)
+        for w in state.of("MutatingWebhookConfiguration")
+        if any(
+            "pods" in str(rule.get("resources")) for hook in w.get("webhooks") or [] for rule in hook.get("rules") or []
+        )
+    )
+    resource_api = sorted(v.split("/", 1)[1] for v in state.api_versions if v.startswith("resource.k8s.io/"))
+    return Plan(
+        cluster=state.source,
+        server_version=state.server_version,
+        target=str(config.target),
+        resource_api=resource_api,
+        pools=pools,
+        device_classes=classes,
+        class_conflicts=conflicts,
+        unmapped=unmapped,
+        workloads=workloads,
+        quotas=_quotas(state, served_config(state, base)),  # quotas charge every pod, shared or not
+        kueue=kueue,
+        webhooks=webhooks,
+        steps=_steps(pools, workloads, kueue is not None),
+        errors=errors,
+        warnings=warnings,
+    )

@@ -1,0 +1,91 @@
+"""What `plan` reports: the plan's parts, and its JSON form (`--report json`, schema below)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+SCHEMA = "dra-migrate.plan/v1"
+
+
+@dataclass
+class SharedResource:
+    advertised: str  # the name the nodes advertise the shares under
+    strategy: str  # time-slicing, mps
+    replicas: int
+    nodes: list[str]
+
+
+@dataclass
+class Pool:
+    name: str
+    nodes: list[str]
+    stack: str  # device-plugin, dra, both, none
+    both: list[str] = field(default_factory=list)  # nodes served by both stacks (over-admission)
+    device_plugin: dict[str, int] = field(default_factory=dict)  # allocatable per mapped name
+    dra: dict[str, int] = field(default_factory=dict)  # devices per driver in the nodes' ResourceSlices
+    sharing: list[SharedResource] = field(default_factory=list)
+    gpus: dict[str, int] = field(default_factory=dict)  # physical devices by stack, for the chart
+
+
+@dataclass
+class ClassMapping:
+    device_class: str
+    extended_resource_name: str
+    serves: bool  # the scheduler picks this class for the name (the newest, then the first by name)
+
+
+@dataclass
+class Workload:
+    kind: str
+    namespace: str
+    name: str
+    pools: list[str]
+    requests: dict[str, str]  # mapped name -> count (per container, summed)
+    path: str  # kep-5004, claims, blocked, kept
+    reasons: list[str]
+
+
+@dataclass
+class Quota:
+    kind: str  # ResourceQuota, ClusterQueue, LimitRange
+    namespace: str
+    name: str
+    keys: list[str]
+    problems: list[str]
+    converted: dict[str, Any] | None  # the ResourceQuota with its per-class keys added
+
+
+@dataclass
+class Step:
+    pool: str
+    action: str
+    check: str
+
+
+@dataclass
+class Plan:
+    cluster: str
+    server_version: str | None
+    target: str
+    resource_api: list[str]  # served resource.k8s.io versions
+    pools: list[Pool]
+    device_classes: list[ClassMapping]
+    class_conflicts: dict[str, list[str]]  # extendedResourceName -> classes that set it
+    unmapped: list[str]  # names workloads use that no DeviceClass maps
+    workloads: list[Workload]
+    quotas: list[Quota]
+    kueue: dict[str, Any] | None  # deviceClassMappings to add, when Kueue is installed
+    webhooks: list[str]  # other mutating webhooks that see pods
+    steps: list[Step]
+    errors: list[str]
+    warnings: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"schema": SCHEMA, **asdict(self)}
+
+    def workload_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for workload in self.workloads:
+            counts[workload.path] = counts.get(workload.path, 0) + 1
+        return counts

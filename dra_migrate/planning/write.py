@@ -1,0 +1,78 @@
+"""What `plan --write DIR` writes: the cluster side of the migration, as manifests a GitOps repository
+can hold (file name -> text). Pure: the command writes them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from dra_migrate.engine import Config, DeviceRequestSpec, build_device_class, convert
+from dra_migrate.planning.model import Plan
+
+DEVICE_CLASSES = "deviceclasses.yaml"
+QUOTAS = "quotas.yaml"
+KUEUE = "kueue-config.yaml"
+WEBHOOK = "webhook-config.yaml"
+
+
+def _dump_all(documents: list[Any], header: str) -> str:
+    return f"# {header}\n" + yaml.safe_dump_all(documents, sort_keys=False, explicit_start=True)
+
+
+def device_classes(plan: Plan, config: Config) -> list[dict[str, Any]]:
+    """A DeviceClass with extendedResourceName for every mapped name the cluster's nodes advertise or its
+    workloads request, that no DeviceClass serves yet; shared names excluded. One per MIG profile,
+    since each profile is its own name."""
+    served = {m.extended_resource_name for m in plan.device_classes}
+    names = {n for pool in plan.pools for n in pool.device_plugin} | {n for w in plan.workloads for n in w.requests}
+    out = []
+    for name in sorted(names - served):
+        spec = config.mappings.resolve(name)
+        if not isinstance(spec, DeviceRequestSpec):
+            continue  # unmapped, or shared: no class means it
+        written = convert(build_device_class(spec), config)
+        if written.object is not None and not written.has_errors:
+            out.append(written.object)
+    return out
+
+
+_SERVER_FIELDS = ("managedFields", "uid", "resourceVersion", "creationTimestamp", "generation", "selfLink")
+
+
+def _for_repository(obj: dict[str, Any]) -> dict[str, Any]:
+    """An object read from a cluster, without what the server sets (status, uid, managedFields, ...)."""
+    metadata = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in _SERVER_FIELDS}
+    annotations = {
+        k: v
+        for k, v in (metadata.get("annotations") or {}).items()
+        if k != "kubectl.kubernetes.io/last-applied-configuration"
+    }
+    metadata.pop("annotations", None)
+    if annotations:
+        metadata["annotations"] = annotations
+    return {**{k: v for k, v in obj.items() if k != "status"}, "metadata": metadata}
+
+
+def manifests(plan: Plan, config: Config, shared: dict[str, tuple[str, list[dict[str, str]]]]) -> dict[str, str]:
+    files: dict[str, str] = {}
+    classes = device_classes(plan, config)
+    if classes:
+        files[DEVICE_CLASSES] = _dump_all(classes, f"DeviceClasses for {plan.target} (KEP-5004 extendedResourceName)")
+    quotas = [_for_repository(q.converted) for q in plan.quotas if q.converted is not None]
+    if quotas:
+        files[QUOTAS] = _dump_all(quotas, "ResourceQuotas with the per-DeviceClass keys claims are charged to")
+    if plan.kueue is not None:
+        files[KUEUE] = _dump_all(
+            [plan.kueue], "merge into Kueue's Configuration (kueue-manager-config), then restart Kueue"
+        )
+    webhook: dict[str, Any] = {"targetVersion": plan.target}
+    if shared:
+        # the webhook sees no node labels at admission: a shared name is kept for every pod
+        webhook["mappings"] = [{"resource": n, "unconvertible": why} for n, (why, _) in sorted(shared.items())]
+    header = (
+        "dra-migrate configuration for this cluster (serve --config); names shared by the device plugin are kept "
+        "for every pod: convert the manifests of pods that select other nodes with `dra-migrate convert --cluster`"
+    )
+    files[WEBHOOK] = _dump_all([webhook], header)
+    return files

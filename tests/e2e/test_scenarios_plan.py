@@ -1,0 +1,199 @@
+"""`dra-migrate plan` against a real kube-apiserver of every supported release, with the real scheduler.
+
+The cluster of tests/common/gpu_cluster.py is created in the control plane (its nodes are tainted, so
+the other scenarios' pods stay off them): a time-sliced device-plugin pool, a whole-GPU pool, a DRA
+pool and a node served both ways. The plan read live must name the over-admitted node, the shared pool
+and every workload's path, and equal the plan read from the snapshot it wrote; what `--write` produced
+is accepted by server-side apply; a workload the plan converts, converted by `convert --kubeconfig`,
+is allocated by the scheduler on the DRA pool, and where the release serves KEP-5004 by default the
+unchanged workload is allocated there through the DeviceClasses `--write` produced.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from gpu_cluster import POOL, cluster_objects, nodes
+
+from dra_migrate.engine import Target
+
+from .cluster_fixtures import RESOURCE_API, Kube, allocation_results, wait_for
+from .controlplane import ControlPlane
+
+NAMESPACES = ("ml", "nvidia")
+
+
+def _dra_migrate(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "dra_migrate", *args], capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+@pytest.fixture
+def gpu_cluster(kube: Kube) -> Iterator[list[dict[str, Any]]]:
+    created: list[dict[str, Any]] = []
+    try:
+        for node in nodes():
+            kube.create({k: v for k, v in node.items() if k != "status"})
+            created.append(node)
+            kube.patch("v1", "Node", node["metadata"]["name"], {"status": node["status"]}, subresource="status")
+        for obj in cluster_objects():
+            if obj["kind"] == "DeviceClass" and kube.get(RESOURCE_API, "DeviceClass", obj["metadata"]["name"]):
+                continue  # the shared fake cluster's class of the same driver
+            if obj["kind"] == "Deployment":
+                obj = copy.deepcopy(obj)
+                obj["spec"]["replicas"] = 0  # planned from its template; the scheduler proof runs its own
+            kube.create(obj)
+            created.append(obj)
+        yield created
+    finally:
+        for obj in reversed(created):
+            if obj["kind"] != "Namespace":
+                metadata = obj["metadata"]
+                kube.delete(obj["apiVersion"], obj["kind"], metadata["name"], metadata.get("namespace"))
+        for namespace in NAMESPACES:
+            kube.delete("v1", "Namespace", namespace)
+
+
+def _plan(kubeconfig: Path, *extra: str) -> tuple[int, dict[str, Any]]:
+    result = _dra_migrate("plan", "--kubeconfig", str(kubeconfig), "--pool-label", POOL, "--report", "json", *extra)
+    assert result.stdout, result.stderr
+    return result.returncode, json.loads(result.stdout)
+
+
+def _mine(plan: dict[str, Any]) -> dict[str, Any]:
+    """The parts of the plan about this scenario's objects (the control plane holds other scenarios' too)."""
+    return {
+        "pools": {p["name"]: p for p in plan["pools"] if p["name"] in ("shared", "whole", "dra", "mixed")},
+        "workloads": {w["name"]: w for w in plan["workloads"] if w["namespace"] == "ml"},
+        "quotas": [q for q in plan["quotas"] if q["namespace"] == "ml"],
+    }
+
+
+def _wait_for_allocated_pod(kube: Kube, app: str) -> dict[str, Any]:
+    def bound() -> dict[str, Any] | None:
+        pods = kube.list("v1", "Pod", "ml", label_selector=f"app={app}")
+        return pods[0] if pods and pods[0]["spec"].get("nodeName") else None
+
+    return wait_for(bound, what=f"a pod of {app} to be bound", timeout=90)
+
+
+def _claims_of(kube: Kube, pod: dict[str, Any]) -> list[dict[str, Any]]:
+    uid = pod["metadata"]["uid"]
+    return [
+        c
+        for c in kube.list(RESOURCE_API, "ResourceClaim", "ml")
+        if any(ref.get("uid") == uid for ref in c["metadata"].get("ownerReferences") or [])
+    ]
+
+
+def test_the_plan_of_a_live_cluster(
+    control_plane: ControlPlane,
+    kube: Kube,
+    kubeconfig_path: Path,
+    target: Target,
+    gpu_cluster: list[dict[str, Any]],
+    tmp_path: Path,
+) -> None:
+    code, plan = _plan(kubeconfig_path, "--snapshot", str(tmp_path / "snapshot"), "--write", str(tmp_path / "out"))
+    assert code == 2 and any("both-0" in e for e in plan["errors"])
+    assert plan["server_version"].startswith(f"v{target}")
+    mine = _mine(plan)
+    assert {n: p["stack"] for n, p in mine["pools"].items()} == {
+        "shared": "device-plugin",
+        "whole": "device-plugin",
+        "dra": "dra",
+        "mixed": "both",
+    }
+    assert mine["pools"]["shared"]["sharing"][0]["replicas"] == 4
+    assert {n: w["path"] for n, w in mine["workloads"].items()} == {
+        "trainer": "claims",
+        "mig": "claims",
+        "inference": "claims",
+        "notebook": "blocked",
+        "anywhere": "blocked",
+    }
+    assert mine["quotas"][0]["converted"] is not None
+
+    # the snapshot it wrote plans the same
+    from_snapshot = _dra_migrate(
+        "plan", "--cluster", str(tmp_path / "snapshot"), "--pool-label", POOL, "--report", "json"
+    )
+    assert {**json.loads(from_snapshot.stdout), "cluster": ""} == {**plan, "cluster": ""}
+
+    # what --write produced is accepted by the apiserver
+    for name in ("deviceclasses.yaml", "quotas.yaml"):
+        path = str(tmp_path / "out" / name)
+        applied = control_plane.kubectl("apply", "--server-side", "--dry-run=server", "-f", path, check=False)
+        assert applied.returncode == 0, applied.stderr
+
+    # the converted workload is allocated where the plan says
+    inference = next(o for o in gpu_cluster if o["kind"] == "Deployment" and o["metadata"]["name"] == "inference")
+    running = _renamed(inference, "inference-converted")
+    manifest = tmp_path / "inference.yaml"
+    manifest.write_text(yaml.safe_dump(running))
+    converted = _dra_migrate("convert", "--kubeconfig", str(kubeconfig_path), "--report", "json", str(manifest))
+    assert converted.returncode == 0, converted.stderr
+    documents = [d for d in yaml.safe_load_all(converted.stdout) if d]
+    assert {d["kind"] for d in documents} == {"Deployment", "ResourceClaimTemplate"}
+    with _created(kube, documents, "inference-converted"):
+        pod = _wait_for_allocated_pod(kube, "inference-converted")
+        assert pod["spec"]["nodeName"] in ("dra-0", "dra-1")
+        claims = wait_for(
+            lambda: [c for c in _claims_of(kube, pod) if allocation_results(c)], what="an allocated claim"
+        )
+        assert len(allocation_results(claims[0])) == 2
+
+    if not target.feature_enabled("DRAExtendedResource"):
+        return
+    # KEP-5004: the DeviceClasses --write produced serve the unchanged request on the DRA pool
+    classes = [d for d in yaml.safe_load_all((tmp_path / "out" / "deviceclasses.yaml").read_text()) if d]
+    with _created(kube, classes):
+        _, replanned = _plan(kubeconfig_path)
+        assert _mine(replanned)["workloads"]["inference"]["path"] == "kep-5004"
+        with _created(kube, [_renamed(inference, "inference-unchanged")], "inference-unchanged"):
+            pod = _wait_for_allocated_pod(kube, "inference-unchanged")
+            assert pod["spec"]["nodeName"] in ("dra-0", "dra-1")
+            wait_for(
+                lambda: ((kube.get("v1", "Pod", pod["metadata"]["name"], "ml") or {}).get("status") or {}).get(
+                    "extendedResourceClaimStatus"
+                ),
+                what="the pod's extended-resource claim",
+            )
+
+
+def _renamed(deployment: dict[str, Any], name: str) -> dict[str, Any]:
+    """The Deployment under another name and app label, with one replica."""
+    out = copy.deepcopy(deployment)
+    out["metadata"]["name"] = name
+    out["spec"]["replicas"] = 1
+    out["spec"]["selector"] = {"matchLabels": {"app": name}}
+    out["spec"]["template"]["metadata"]["labels"] = {"app": name}
+    return out
+
+
+@contextmanager
+def _created(kube: Kube, documents: list[dict[str, Any]], app: str | None = None) -> Iterator[None]:
+    """Objects for the block; deleted afterwards, with the pods of `app` (no kubelet confirms a deletion)."""
+    try:
+        for document in documents:
+            kube.create(
+                document, document["metadata"].get("namespace") or ("ml" if document["kind"] != "DeviceClass" else None)
+            )
+        yield
+    finally:
+        for document in documents:
+            namespace = None if document["kind"] == "DeviceClass" else "ml"
+            kube.delete(document["apiVersion"], document["kind"], document["metadata"]["name"], namespace)
+        if app is not None:
+            for pod in kube.list("v1", "Pod", "ml", label_selector=f"app={app}"):
+                kube.delete("v1", "Pod", pod["metadata"]["name"], "ml", grace_period_seconds=0)

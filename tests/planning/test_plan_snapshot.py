@@ -1,0 +1,189 @@
+"""`dra-migrate plan` over a snapshot directory of a GPU cluster (tests/common/gpu_cluster.py): pools and
+their stacks, the time-sliced pool, every workload's path, quotas, the cutover, and what --write writes;
+`convert --cluster` decides exactly as the plan does."""
+
+from __future__ import annotations
+
+import json
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from gpu_cluster import POOL, snapshot_objects
+
+from dra_migrate.cli import main
+from dra_migrate.cluster.snapshot import write_snapshot
+from dra_migrate.cluster.state import ClusterState
+from dra_migrate.configfile import load_settings
+
+
+@pytest.fixture
+def snapshot(tmp_path: Path) -> Path:
+    objects, version = snapshot_objects()
+    state = ClusterState(server_version=version, api_versions={"v1", "apps/v1", "resource.k8s.io/v1"})
+    state.add(objects)
+    write_snapshot(state, tmp_path / "cluster")
+    return tmp_path / "cluster"
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _plan(capsys: pytest.CaptureFixture[str], snapshot: Path, *extra: str) -> tuple[int, dict[str, Any], str]:
+    code, out, err = _run(capsys, "plan", "--cluster", str(snapshot), "--pool-label", POOL, "--report", "json", *extra)
+    return code, json.loads(out), err
+
+
+def test_the_plan_names_the_over_admitted_node_the_shared_pool_and_every_workloads_path(
+    capsys: pytest.CaptureFixture[str], snapshot: Path
+) -> None:
+    code, plan, err = _plan(capsys, snapshot)
+    assert code == 2  # a node served both ways is an error
+    assert "both-0" in err and plan["errors"] and "both-0" in plan["errors"][0]
+    assert plan["schema"] == "dra-migrate.plan/v1" and plan["target"] == "1.36"
+    pools = {p["name"]: p for p in plan["pools"]}
+    assert {name: p["stack"] for name, p in pools.items()} == {
+        "dra": "dra",
+        "mixed": "both",
+        "shared": "device-plugin",
+        "whole": "device-plugin",
+    }
+    assert pools["mixed"]["both"] == ["both-0"]
+    assert pools["shared"]["sharing"] == [
+        {"advertised": "nvidia.com/gpu", "strategy": "time-slicing", "replicas": 4, "nodes": ["shared-0", "shared-1"]}
+    ]
+    assert pools["shared"]["gpus"] == {"device-plugin": 4}  # 16 advertised shares of 4 GPUs
+    assert pools["whole"]["device_plugin"] == {"nvidia.com/gpu": 8, "nvidia.com/mig-1g.10gb": 2}
+    assert pools["dra"]["dra"] == {"gpu.nvidia.com": 8}
+    paths = {w["name"]: (w["path"], w["pools"]) for w in plan["workloads"]}
+    assert paths == {
+        "trainer": ("claims", ["whole"]),
+        "mig": ("claims", ["whole"]),
+        "inference": ("claims", ["dra"]),
+        "notebook": ("blocked", ["shared"]),  # a time-sliced share is never an exclusive claim
+        "anywhere": ("blocked", ["dra", "mixed", "shared", "whole"]),  # it could land on a shared node
+    }
+    notebook = next(w for w in plan["workloads"] if w["name"] == "notebook")
+    assert "time-slicing" in notebook["reasons"][0] and "4" in notebook["reasons"][0]
+    (quota,) = plan["quotas"]
+    assert quota["keys"] == ["requests.nvidia.com/gpu"]
+    assert quota["converted"]["spec"]["hard"]["gpu.nvidia.com.deviceclass.resource.k8s.io/devices"] == "8"
+    steps = [(s["pool"], s["action"]) for s in plan["steps"]]
+    assert steps[0][0] == "mixed" and "both-0" in steps[0][1]
+    assert any(pool == "shared" and action.startswith("keep this pool on the device plugin") for pool, action in steps)
+    assert not any(pool == "dra" for pool, _ in steps)
+
+
+def test_text_and_html_reports(capsys: pytest.CaptureFixture[str], snapshot: Path, tmp_path: Path) -> None:
+    code, text, _ = _run(capsys, "plan", "--cluster", str(snapshot), "--pool-label", POOL)
+    assert code == 2
+    for heading in ("Node pools", "DeviceClasses with extendedResourceName", "Workloads:", "Quotas", "Cutover"):
+        assert heading in text
+    page = tmp_path / "plan.html"
+    code, out, _ = _run(
+        capsys, "plan", "--cluster", str(snapshot), "--pool-label", POOL, "--report", "html", "--report-file", str(page)
+    )
+    assert code == 2 and out == ""
+
+    class Page(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.tags: list[str] = []
+            self.headings: list[str] = []
+            self._in_heading = False
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            self.tags.append(tag)
+            self._in_heading = tag == "h2"
+
+        def handle_data(self, data: str) -> None:
+            if self._in_heading:
+                self.headings.append(data)
+                self._in_heading = False
+
+    parsed = Page()
+    parsed.feed(page.read_text(encoding="utf-8"))
+    assert "script" not in parsed.tags and "link" not in parsed.tags  # self-contained
+    assert parsed.tags.count("svg") == 1 and parsed.tags.count("rect") >= 4
+    assert [h for h in parsed.headings if h.startswith("Pool ")] == [
+        "Pool dra: dra",
+        "Pool mixed: both",
+        "Pool shared: device-plugin",
+        "Pool whole: device-plugin",
+    ]
+    assert parsed.tags.count("table") == 4 + 2  # one per pool, workloads, quotas
+
+
+def test_write_gives_device_classes_quotas_and_a_webhook_configuration(
+    capsys: pytest.CaptureFixture[str], snapshot: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "cluster-side"
+    code, _, _ = _plan(capsys, snapshot, "--write", str(out))
+    assert code == 2
+    classes = list(yaml.safe_load_all((out / "deviceclasses.yaml").read_text()))
+    assert {c["spec"]["extendedResourceName"]: c["metadata"]["name"] for c in classes} == {
+        "nvidia.com/gpu": "nvidia.com-gpu",
+        "nvidia.com/mig-1g.10gb": "nvidia.com-mig-1g.10gb",  # one class per MIG profile
+    }
+    mig = next(c for c in classes if c["metadata"]["name"] == "nvidia.com-mig-1g.10gb")
+    assert any("1g.10gb" in s["cel"]["expression"] for s in mig["spec"]["selectors"])
+    (quota,) = yaml.safe_load_all((out / "quotas.yaml").read_text())
+    assert "gpu.nvidia.com.deviceclass.resource.k8s.io/devices" in quota["spec"]["hard"]
+    settings = load_settings(str(out / "webhook-config.yaml"))  # a valid configuration for `serve --config`
+    assert str(settings.config.target) == "1.36"
+    assert [m["resource"] for m in yaml.safe_load((out / "webhook-config.yaml").read_text())["mappings"]] == [
+        "nvidia.com/gpu"
+    ]
+
+
+def test_a_snapshot_that_cannot_be_read_is_an_error_naming_the_file(
+    capsys: pytest.CaptureFixture[str], snapshot: Path
+) -> None:
+    (snapshot / "broken.yaml").write_text("items: [\n")
+    code, out, err = _run(capsys, "plan", "--cluster", str(snapshot))
+    assert code == 2 and out == ""
+    assert "broken.yaml" in err and "Traceback" not in err
+    code, _, err = _run(capsys, "plan", "--cluster", str(snapshot / "missing"))
+    assert code == 2 and "not a directory" in err
+
+
+DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}, namespace: ml}}
+spec:
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}}}}}
+    spec:{selector}
+      containers:
+      - name: main
+        image: cuda
+        resources:
+          limits: {{nvidia.com/gpu: {gpus}}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("pool", "expected"), [("shared", "blocked"), (None, "blocked"), ("whole", "claims"), ("dra", "claims")]
+)
+def test_convert_with_the_cluster_decides_as_the_plan(
+    capsys: pytest.CaptureFixture[str], snapshot: Path, tmp_path: Path, pool: str | None, expected: str
+) -> None:
+    selector = f"\n      nodeSelector: {{{POOL}: {pool}}}" if pool else ""
+    manifest = tmp_path / "app.yaml"
+    manifest.write_text(DEPLOYMENT.format(name="app", selector=selector, gpus=1))
+    before = manifest.read_bytes()
+    code, _, err = _run(capsys, "convert", "--in-place", "--cluster", str(snapshot), "--report", "json", str(manifest))
+    rules = {f["rule"] for f in json.loads(err)["findings"]}
+    if expected == "blocked":
+        assert code == 2 and "shared-device" in rules
+        assert manifest.read_bytes() == before  # never turned into an exclusive claim
+    else:
+        assert code == 0 and "shared-device" not in rules
+        assert "resourceClaims" in manifest.read_text()
