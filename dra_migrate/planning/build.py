@@ -348,7 +348,8 @@ def _steps(pools: list[Pool], workloads: list[Workload], has_kueue: bool) -> lis
             ),
             Step(
                 pool.name,
-                f"switch the webhook to convert (plan --write: webhook-config.yaml); {len(moving)} workload(s) move",
+                f"switch the webhook from audit to enforce (plan --write: webhook-config.yaml); {len(moving)} "
+                "workload(s) move",
                 "a new GPU pod of the pool gets a claim and is allocated",
             ),
             Step(pool.name, "uncordon the nodes", "every moved workload's pods are Running with allocated claims"),
