@@ -32,6 +32,7 @@ from dra_migrate.engine.mapping import (
 )
 from dra_migrate.engine.memo import cached_by_marshal
 from dra_migrate.engine.podspec import resource_entries
+from dra_migrate.engine.quantity import QuantityError, device_count
 from dra_migrate.engine.quota import REQUESTS_PREFIX, claim_quota_keys, class_quota_name
 from dra_migrate.engine.result import Conversion, ConversionResult
 from dra_migrate.engine.rules import RULES, Rule, rules_table
@@ -64,6 +65,7 @@ __all__ = [
     "Finding",
     "OpaqueConfig",
     "PathParts",
+    "QuantityError",
     "Route",
     "Rule",
     "ServingClass",
@@ -83,6 +85,7 @@ __all__ = [
     "convert",
     "default_config",
     "device_class_name",
+    "device_count",
     "dns_subdomain_problem",
     "is_extended_resource",
     "json_path",

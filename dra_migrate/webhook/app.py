@@ -24,6 +24,7 @@ from http import HTTPStatus
 from typing import Any
 
 from flask import Flask, Response, request
+from gunicorn.http.errors import ParseException
 from werkzeug.exceptions import HTTPException
 
 from dra_migrate.webhook import deadline, metrics
@@ -110,7 +111,10 @@ def _read_body(environ: Environ) -> bytes:
     if length is not None and length > MAX_BODY_BYTES:
         raise RequestProblemError(413, f"body of {length} bytes exceeds the {MAX_BODY_BYTES}-byte limit")
     stream = environ["wsgi.input"]
-    raw: bytes = stream.read(length if length is not None else MAX_BODY_BYTES + 1)
+    try:
+        raw: bytes = stream.read(length if length is not None else MAX_BODY_BYTES + 1)
+    except ParseException as exc:  # a malformed chunked body (a chunk size or extension gunicorn refuses)
+        raise RequestProblemError(400, f"malformed request body: {type(exc).__name__}") from None
     if len(raw) > MAX_BODY_BYTES:
         raise RequestProblemError(413, f"body exceeds the {MAX_BODY_BYTES}-byte limit")
     return raw

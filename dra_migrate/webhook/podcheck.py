@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dra_migrate.engine import Config, DeviceRequestSpec
+from dra_migrate.engine import Config, DeviceRequestSpec, QuantityError, device_count
 
 MAX_MAPPED_REQUESTS = 32  # DeviceRequestsMaxSize: device requests in one ResourceClaim
 
@@ -190,13 +190,22 @@ def mapped_requests(pod: Mapping[str, Any], config: Config) -> list[str]:
     for kind in ("initContainers", "containers"):
         for container in spec.get(kind) or ():
             resources = (container or {}).get("resources") or {}
-            names = {*(resources.get("limits") or ()), *(resources.get("requests") or ())}
+            limits, requests = resources.get("limits") or {}, resources.get("requests") or {}
             found += [
                 f"{container.get('name')}: {name}"
-                for name in sorted(names)
+                for name in sorted({*limits, *requests})
                 if isinstance(config.mappings.resolve(name), DeviceRequestSpec)
+                and not (_zero(limits.get(name, 0)) and _zero(requests.get(name, 0)))
             ]
     return found
+
+
+def _zero(value: Any) -> bool:
+    """A count of no devices (nothing to convert); a value that is no count is left to the engine's check."""
+    try:
+        return device_count(value) == 0
+    except QuantityError:
+        return False
 
 
 def limit_problem(pod: Mapping[str, Any], config: Config) -> PodProblem | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 import ssl
 from collections.abc import Iterator
 from pathlib import Path
@@ -160,3 +161,41 @@ def test_keep_alive_connection_is_reused(server: ServerProcess, tls_dir: Path) -
 def test_server_log_is_clean(server: ServerProcess) -> None:
     assert server.process.poll() is None
     assert "Traceback" not in server.log()
+
+
+def test_containers_asking_for_zero_devices_do_not_count_against_the_limit(server: ServerProcess) -> None:
+    """33 containers with `nvidia.com/gpu: 0` ask for nothing to convert: admitted unchanged, not 422."""
+    pod = gpu_pod()
+    pod["spec"]["containers"] = [
+        {"name": f"c{i}", "image": "x", "resources": {"limits": {"nvidia.com/gpu": 0}}} for i in range(33)
+    ]
+    response = server.review(make_review(pod))
+    assert response["allowed"] is True and not decoded_patch(response)
+
+
+def _raw_request(server: ServerProcess, head: bytes, body: bytes) -> bytes:
+    context = ssl.create_default_context(cafile=str(server.session.verify))
+    with context.wrap_socket(
+        socket.create_connection(("127.0.0.1", server.port), timeout=10), server_hostname="127.0.0.1"
+    ) as connection:
+        connection.sendall(head + body)
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            data = connection.recv(65536)
+            if not data:
+                break
+            answer += data
+        return answer
+
+
+def test_an_over_long_chunk_extension_is_a_4xx_without_a_traceback(server: ServerProcess) -> None:
+    head = (
+        b"POST /mutate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n"
+    )
+    body = b"2;" + b"x" * 70000 + b"\r\n{}\r\n0\r\n\r\n"
+    answer = _raw_request(server, head, body)
+    status = int(answer.split(b" ", 2)[1]) if answer.startswith(b"HTTP/1.1 ") else 0
+    assert 400 <= status < 500, answer[:200]
+    assert "Traceback" not in server.log()
+    _good_review_works(server)
