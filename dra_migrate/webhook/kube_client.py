@@ -99,6 +99,16 @@ def _load_kubeconfig(configuration: k8s.Configuration, path: Path | None) -> Non
     )
 
 
+def _retry_after(headers: Any) -> float | None:
+    """A Retry-After header in seconds (the HTTP-date form is not used by kube-apiserver)."""
+    value = headers.get("Retry-After") if headers is not None else None
+    try:
+        seconds = float(value) if value is not None else 0.0
+    except ValueError:
+        return None
+    return seconds if seconds > 0 else None
+
+
 def _json_body(data: bytes) -> Any:
     try:
         return json.loads(data or b"null")
@@ -159,7 +169,10 @@ class KubeResourceApi:
                 data = answer.read()  # type: ignore[no-untyped-call]
             except (urllib3.exceptions.HTTPError, OSError):
                 data = b""
-            raise status_error(operation, answer.status, _json_body(data))
+            error = status_error(operation, answer.status, _json_body(data))
+            if error.retry_after is None:
+                error.retry_after = _retry_after(answer.headers)
+            raise error
         return answer
 
     def _json(

@@ -76,6 +76,7 @@ class ApiError(Exception):
         status: int | None = None,
         status_reason: str = "",
         details_kind: str = "",
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(f"{operation}: {detail}")
         self.operation = operation
@@ -84,6 +85,7 @@ class ApiError(Exception):
         self.status = status
         self.status_reason = status_reason
         self.details_kind = details_kind
+        self.retry_after = retry_after  # seconds the server asked to wait (429, 503: details.retryAfterSeconds)
 
     @property
     def failure(self) -> Failure:
@@ -116,7 +118,12 @@ def status_error(operation: str, status: int, body: Any) -> ApiError:
         status=status,
         status_reason=str(body.get("reason") or ""),
         details_kind=str(details.get("kind") or ""),
+        retry_after=_seconds(details.get("retryAfterSeconds")),
     )
+
+
+def _seconds(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and value > 0 else None
 
 
 class AlreadyExistsError(ApiError):

@@ -133,19 +133,25 @@ class WatchCache(Generic[T]):
 
     def _run(self) -> None:
         failures = 0
+        gone = 0  # watches ended by 410 right after a relist, in a row
         while not self._stop.is_set():
             try:
                 resource_version = self._relist()
                 failures = 0
                 while not self._stop.is_set():
                     resource_version = self._watch(resource_version)
+                    gone = 0
             except GoneError:
                 self._synced.clear()  # relist at once: the watch window moved on
+                gone += 1
+                if gone > 1:  # again, straight after a relist: something answers 410 to everything
+                    self._stop.wait(self._pause(gone - 1))
             except ApiError as exc:
                 self._synced.clear()
                 self._failed(exc)
                 failures += 1
-                self._stop.wait(self._pause(failures))
+                # a server that says how long to wait (429, 503) is believed, within the usual bound
+                self._stop.wait(max(self._pause(failures), min(exc.retry_after or 0.0, RETRY_MAX_SECONDS)))
             except Exception:
                 self._synced.clear()
                 log.exception("unexpected error in the %s watch", self._resource.plural)

@@ -66,6 +66,10 @@ class FakeKube:
     fail_status: int | None = None
     fail_message: str = ""
     fail_kind: str = ""
+    fail_retry_after: int | None = None  # details.retryAfterSeconds of the injected Status (429, 503)
+    # Every watch ends at once with an ERROR event 410 (the resource version is "too old"), as a
+    # misbehaving proxy or a compacting etcd can make it.
+    watch_gone: bool = False
     # The same, for creates only (a quota or RBAC refusing a template, a namespace deleted meanwhile).
     create_status: int | None = None
     create_message: str = ""
@@ -167,7 +171,10 @@ class FakeKube:
         if self.delay:
             time.sleep(self.delay)
         if fail is not None:
-            return fail, _status(fail, "Failure", self.fail_message or f"injected failure {fail}", self.fail_kind)
+            status = _status(fail, "Failure", self.fail_message or f"injected failure {fail}", self.fail_kind)
+            if self.fail_retry_after is not None:
+                status.setdefault("details", {})["retryAfterSeconds"] = self.fail_retry_after
+            return fail, status
         if method == "POST" and self.create_status is not None:
             message = self.create_message or f"injected failure {self.create_status}"
             return self.create_status, _status(self.create_status, "Failure", message, self.create_kind)
@@ -373,8 +380,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         since = int((query.get("resourceVersion") or ["0"])[0] or 0)
         timeout = float((query.get("timeoutSeconds") or ["30"])[0])
+        gone = [("ERROR", _status(410, "Expired", "too old resource version"))] if fake.watch_gone else None
         try:
-            for kind, obj in fake.events_after(found["plural"], since, _selector(query), timeout):
+            for kind, obj in gone or fake.events_after(found["plural"], since, _selector(query), timeout):
                 line = json.dumps({"type": kind, "object": obj}).encode() + b"\n"
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
                 self.wfile.flush()

@@ -1,12 +1,16 @@
-"""A worker that leaves (a SIGHUP reload here; gunicorn's abort after a worker timeout leaves the same
-way, through SystemExit) must not take shared state with it: the metrics directory of every
-worker, and the CA file the Kubernetes client wrote from the kubeconfig's
-`certificate-authority-data`. Real gunicorn, a real HTTPS API endpoint, a real reload."""
+"""What must survive its own workers and a misbehaving API.
+
+A worker that leaves (a SIGHUP reload here; gunicorn's abort after a worker timeout leaves the same
+way, through SystemExit) must not take shared state with it: the metrics directory of every worker,
+and the CA file the Kubernetes client wrote from the kubeconfig's `certificate-authority-data`. An
+API that answers every watch with 410, or asks to wait (429 with retryAfterSeconds), is not hammered.
+Real gunicorn, real HTTP(S) API endpoints, a real reload."""
 
 from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 
 from fakekube import FakeKubeServer, write_kubeconfig
@@ -43,3 +47,39 @@ def test_a_reload_keeps_the_api_ca_file_and_the_metrics(
         metrics = server.session.get(f"{server.url}/metrics", timeout=5)
         assert metrics.status_code == 200, metrics.text
         assert "dra_migrate" in metrics.text
+
+
+def _watch_calls(api: FakeKubeServer) -> int:
+    return sum(1 for method, path in list(api.fake.calls) if method == "GET" and "watch=true" in path)
+
+
+def _list_calls(api: FakeKubeServer) -> int:
+    return sum(1 for method, path in list(api.fake.calls) if method == "GET" and "limit=" in path)
+
+
+def test_a_watch_that_always_ends_with_410_is_retried_with_backoff(start_server: StartServer, tmp_path: Path) -> None:
+    """A proxy or store that answers every watch with 410 Expired: relisting at once each time was
+    a thousand calls in seconds; after the second in a row the watches back off."""
+    with FakeKubeServer() as api:
+        start_server(kubeconfig=api.write_kubeconfig(tmp_path / "kc"), workers=1)
+        api.fake.watch_gone = True
+        before = _watch_calls(api)
+        time.sleep(4)
+        watches = _watch_calls(api) - before
+        # 4 watched resources; each backs off 0.5, 1, 2 s ... after its second 410 in a row
+        assert 0 < watches <= 4 * 6, watches
+
+
+def test_a_429_with_retry_after_is_honoured(start_server: StartServer, tmp_path: Path) -> None:
+    with FakeKubeServer() as api:
+        start_server(kubeconfig=api.write_kubeconfig(tmp_path / "kc"), workers=1)
+        api.fake.fail_retry_after = 8
+        api.fake.fail_status = 429
+        api.fake.watch_gone = True  # the watches end: each resource lists again, and is told to wait 8 s
+        time.sleep(1)
+        before = _list_calls(api)
+        time.sleep(5)
+        # 4 watched resources: at most one attempt each in 5 s; without the server's word (0.5, 1, 2, 4 s
+        # pauses) about three each
+        assert before >= 4  # every resource listed at start
+        assert _list_calls(api) - before <= 4, _list_calls(api) - before
