@@ -127,8 +127,9 @@ def dra_migrate(*args: str) -> str:
         {"certificate": {"source": "certManager"}},
         {"certificate": {"source": "secret", "secret": {"caBundle": "Y2E="}}},
         {"networkPolicy": {"enabled": False}, "priorityClass": {"create": False}},
+        {"clientCA": {"configMap": "dra-migrate-client-ca"}},
     ],
-    ids=["default", "cert-manager", "existing-secret", "no-networkpolicy-no-priorityclass"],
+    ids=["default", "cert-manager", "existing-secret", "no-networkpolicy-no-priorityclass", "client-ca"],
 )
 def test_helm_lint_strict(helm: Helm, values: Obj, tmp_path: Path) -> None:
     values_file = tmp_path / "values.yaml"
@@ -252,6 +253,38 @@ def test_chart_matches_kustomize(
     assert sorted(chart) == sorted(base), "kinds/names differ beyond DOCUMENTED_DIFFERENCES"
     for key in sorted(base):
         assert chart[key] == base[key], f"{key} differs from deploy/ ({overlay})"
+
+
+def test_client_certificates_are_wired_the_same_by_the_chart_and_the_kustomize_component(
+    helm: Helm, kubectl: str, tmp_path: Path
+) -> None:
+    """`clientCA.configMap` and deploy/components/client-ca: serve --client-ca with the CA from the
+    ConfigMap, in the same projected volume as the configuration and the serving certificate."""
+    import shutil
+
+    root = tmp_path / "deploy"
+    shutil.copytree(DEPLOY_DIR, root, ignore=shutil.ignore_patterns("tls", "helm"))
+    overlay = root / "overlays" / "with-client-ca"
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text(
+        "resources:\n- ../cert-manager\ncomponents:\n- ../../components/client-ca\n", encoding="utf-8"
+    )
+    kustomized = one(kustomize_build(kubectl, overlay), "Deployment")["spec"]["template"]["spec"]
+    charted = one(
+        helm.template(
+            values={"certificate": {"source": "certManager"}, "clientCA": {"configMap": "dra-migrate-client-ca"}}
+        ),
+        "Deployment",
+    )["spec"]["template"]["spec"]
+    for spec in (kustomized, charted):
+        args = spec["containers"][0]["args"]
+        assert args[args.index("--client-ca") + 1] == "/etc/dra-migrate/client-ca/ca.crt"
+        sources = spec["volumes"][0]["projected"]["sources"]
+        assert {
+            "configMap": {"name": "dra-migrate-client-ca", "items": [{"key": "ca.crt", "path": "client-ca/ca.crt"}]}
+        } in sources
+    assert kustomized["containers"][0]["args"] == charted["containers"][0]["args"]
+    assert "--client-ca" not in container(helm.template())["args"]  # off by default
 
 
 def test_documented_differences_are_in_the_readme() -> None:
