@@ -9,7 +9,8 @@ by default in the release and a class whose `extendedResourceName` is R, `reques
 
 Claims are charged only by quotas without scopes (the evaluator matches no scope). So a
 namespace with a quota on `requests.R` but none, unscoped, on a key its claims are charged
-to, would see its GPU quota silently stop counting converted pods. Only the `requests.`
+to, would see its GPU quota silently stop counting converted pods; and a scoped quota on
+`requests.R` (per PriorityClass, say) stops counting them whatever other quotas hold. Only the `requests.`
 form limits pods: a bare `nvidia.com/gpu` key in a quota is never charged by the pod
 evaluator, so there is nothing to escape.
 """
@@ -51,8 +52,16 @@ class QuotaGap:
     limited: str  # the quota key the pod was charged to before: requests.<resource>
     device_class: str
     key_to_add: str
+    scoped: bool = False  # the quota has scopes: no key of it ever counts claims
 
     def describe(self, namespace: str) -> str:
+        if self.scoped:
+            return (
+                f"ResourceQuota {namespace}/{self.quota} limits {self.limited} for the pods its scopes select, and "
+                f"quotas with scopes are never charged for ResourceClaims (DeviceClass {self.device_class}): a "
+                "converted pod would escape it; keep such pods on the device plugin (dra-migrate.io/skip) or "
+                "replace the scoped limit"
+            )
         return (
             f"ResourceQuota {namespace}/{self.quota} limits {self.limited}, which the claims of a converted pod "
             f'(DeviceClass {self.device_class}) are not charged to; add "{self.key_to_add}" to a ResourceQuota '
@@ -76,11 +85,11 @@ def quota_gaps(
         limited = f"{REQUESTS_PREFIX}{conversion.resource}"
         device_class = conversion.device_class_name
         charged = claim_quota_keys(device_class, extended_names.get(device_class), target)
-        if charged & counted:
-            continue
+        covered = bool(charged & counted)  # an unscoped quota counts the claims: unscoped limits hold
         for quota in quotas:
-            if limited in quota.hard:
-                gaps.add(QuotaGap(quota.name, limited, device_class, class_quota_name(device_class)))
+            if limited in quota.hard and (quota.scoped or not covered):
+                gap = QuotaGap(quota.name, limited, device_class, class_quota_name(device_class), quota.scoped)
+                gaps.add(gap)
     return sorted(gaps, key=lambda gap: (gap.quota, gap.limited, gap.device_class))
 
 

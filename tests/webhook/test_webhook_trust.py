@@ -322,6 +322,26 @@ def test_quota_gap_closed_by_the_device_class_key(
     assert decoded_patch(response) and not any("ResourceQuota" in w for w in response["warnings"])
 
 
+def test_a_scoped_quota_is_a_gap_whatever_unscoped_quotas_count(
+    start_server: StartServer, fake_kube: FakeKubeServer, kubeconfig: Path
+) -> None:
+    """A PriorityClass-scoped limit of 1 GPU: claims are never charged to scoped quotas, so an unscoped
+    quota on the class key does not close it (a converted 4-GPU pod would pass it)."""
+    scope = {
+        "scopeSelector": {"matchExpressions": [{"scopeName": "PriorityClass", "operator": "In", "values": ["low"]}]}
+    }
+    fake_kube.fake.add_quota("team-q", "low-priority-gpus", {"requests.nvidia.com/gpu": "1"}, **scope)
+    fake_kube.fake.add_quota("team-q", "claims", {DEVICES_KEY: "8"})
+    server = start_server(kubeconfig=kubeconfig, workers=1)
+    watching(fake_kube.fake, "resourcequotas")
+    response = server.review(make_review(gpu_pod(count=4), namespace="team-q"))
+    assert response["allowed"] is False and response["status"]["code"] == 403
+    message = response["status"]["message"]
+    assert "ResourceQuota team-q/low-priority-gpus limits requests.nvidia.com/gpu" in message
+    assert "never charged for ResourceClaims" in message
+    assert _posts(fake_kube) == 0
+
+
 @pytest.mark.parametrize("policy", ["warn", "convert"])
 def test_quota_gap_policy_converts_anyway(
     start_server: StartServer, fake_kube: FakeKubeServer, kubeconfig: Path, policy: str
