@@ -127,11 +127,11 @@ def test_over_the_limit_is_denied_before_any_conversion(reviewer: Reviewer, monk
         raise AssertionError("the engine ran for a pod over the limit")
 
     monkeypatch.setattr(review_module, "convert", no_conversion)
-    decision = reviewer.review(_request(accel_pod(1, 2000)))
+    decision = reviewer.review(_request(accel_pod(1, 500)))
     assert decision.outcome is Outcome.DENIED_INVALID
     assert decision.response.status_code == 422
     message = decision.response.message or ""
-    assert "2000 device-plugin resources" in message and f"at most {MAX_MAPPED_REQUESTS}" in message
+    assert "500 device-plugin resources" in message and f"at most {MAX_MAPPED_REQUESTS}" in message
     assert "dra-migrate.io/skip=true" in message
 
 
@@ -149,10 +149,10 @@ def _request(pod: dict[str, Any]) -> Any:
 
 def test_real_server_denies_a_wide_pod_with_the_reason(start_server: StartServer, kubeconfig: Path) -> None:
     server: ServerProcess = start_server(kubeconfig=kubeconfig, config=ACCEL)
-    response = server.review(make_review(accel_pod(2, 2000)))
+    response = server.review(make_review(accel_pod(2, 400)))
     assert response["allowed"] is False
     assert response["status"]["code"] == 422
-    assert "4000 device-plugin resources" in response["status"]["message"]
+    assert "800 device-plugin resources" in response["status"]["message"]
     # The server carries on: a normal pod is converted right after.
     assert server.review(make_review(accel_pod(1, 1)))["patchType"] == "JSONPatch"
 
