@@ -23,6 +23,7 @@ from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any
 
+import gevent
 from flask import Flask, Response, request
 from gunicorn.http.errors import ParseException
 from werkzeug.exceptions import HTTPException
@@ -46,10 +47,11 @@ JSON = "application/json"
 
 
 class RequestProblemError(Exception):
-    def __init__(self, code: int, message: str) -> None:
+    def __init__(self, code: int, message: str, close: bool = False) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.close = close  # the rest of the stream is unread or unreadable: no next request on it
 
 
 Environ = dict[str, Any]
@@ -69,8 +71,14 @@ def _json_response(payload: dict[str, Any], status: int = 200) -> Response:
     return Response(_json_bytes(payload), status=status, mimetype=JSON)
 
 
+class BodyTimeoutError(Exception):
+    """The body did not arrive within a review's time (raised by gevent.Timeout)."""
+
+
 def _problem_answer(environ: Environ, problem: RequestProblemError) -> Answer:
     headers: list[tuple[str, str]] = []
+    if problem.close:
+        headers.append(("Connection", "close"))
     if problem.code == 413:
         # Closing a connection with unread data resets it, and a client still sending would
         # see the reset instead of this answer: read a moderate excess first, then close.
@@ -112,9 +120,14 @@ def _read_body(environ: Environ) -> bytes:
         raise RequestProblemError(413, f"body of {length} bytes exceeds the {MAX_BODY_BYTES}-byte limit")
     stream = environ["wsgi.input"]
     try:
-        raw: bytes = stream.read(length if length is not None else MAX_BODY_BYTES + 1)
+        # kube-apiserver sends a body at once; one that trickles in holds its buffer as long as it lasts
+        with gevent.Timeout(deadline.REVIEW_SECONDS, BodyTimeoutError):
+            raw: bytes = stream.read(length if length is not None else MAX_BODY_BYTES + 1)
     except ParseException as exc:  # a malformed chunked body (a chunk size or extension gunicorn refuses)
-        raise RequestProblemError(400, f"malformed request body: {type(exc).__name__}") from None
+        raise RequestProblemError(400, f"malformed request body: {type(exc).__name__}", close=True) from None
+    except BodyTimeoutError:
+        message = f"request body not received within {deadline.REVIEW_SECONDS:g} s"
+        raise RequestProblemError(408, message, close=True) from None
     if len(raw) > MAX_BODY_BYTES:
         raise RequestProblemError(413, f"body exceeds the {MAX_BODY_BYTES}-byte limit")
     return raw

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import socket
@@ -178,10 +179,8 @@ def _raw_request(server: ServerProcess, head: bytes, body: bytes) -> bytes:
     with context.wrap_socket(
         socket.create_connection(("127.0.0.1", server.port), timeout=10), server_hostname="127.0.0.1"
     ) as connection:
-        try:
+        with contextlib.suppress(OSError):  # the server answered and closed before reading it all
             connection.sendall(head + body)
-        except OSError:  # the server answered and closed before reading all of it: read the answer
-            pass
         answer = b""
         while b"\r\n\r\n" not in answer:
             data = connection.recv(65536)
@@ -241,4 +240,23 @@ def test_heavy_reviews_pipelined_on_one_connection_do_not_stall_the_worker(serve
             answers += data
     assert answers.count(b'"code":422') == 40
     assert "WORKER TIMEOUT" not in server.log()
+    _good_review_works(server)
+
+
+def test_a_body_that_stalls_is_answered_408_and_its_connection_closed(server: ServerProcess) -> None:
+    """A client that declares 3 MiB, sends 1 MiB and stalls held its buffer for as long as it liked."""
+    context = ssl.create_default_context(cafile=str(server.session.verify))
+    with context.wrap_socket(
+        socket.create_connection(("127.0.0.1", server.port), timeout=30), server_hostname="127.0.0.1"
+    ) as connection:
+        connection.sendall(
+            b"POST /mutate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            + f"Content-Length: {3 * 1024 * 1024}\r\n\r\n".encode()
+            + b" " * (1024 * 1024)
+        )
+        answer = b""
+        while data := connection.recv(65536):  # until the server closes the connection (else a timeout)
+            answer += data
+    assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
+    assert b"not received within" in answer
     _good_review_works(server)
