@@ -155,10 +155,10 @@ def _read_review(environ: Environ) -> AdmissionRequest:
         raise RequestProblemError(400, f"not a valid AdmissionReview: {exc}") from None
 
 
-_OVERLOADED = AdmissionResponse(
-    allowed=False,
-    status_code=429,
-    message="dra-migrate is overloaded and did not convert this pod; retry (the pod's controller does)",
+# An HTTP error, not a denial: kube-apiserver then applies the webhook's failurePolicy at once. No
+# Retry-After: with it, client-go calls again until timeoutSeconds runs out (tests/e2e/test_refusal_status.py).
+_OVERLOADED = _json_bytes(
+    _status_body(429, "dra-migrate is overloaded and did not review this pod; retry (the pod's controller does)")
 )
 
 
@@ -203,9 +203,8 @@ class ReviewEndpoints:
             metrics.record_review(metrics.INVALID_OUTCOME, time.perf_counter() - started)
             return _problem_answer(environ, problem)
         if deadline.behind() > deadline.SHED_BEHIND_SECONDS:
-            body = _json_bytes(render_review(admission.api_version, admission.uid, _OVERLOADED))
             metrics.record_review(metrics.SHED_OUTCOME, time.perf_counter() - started)
-            return 200, body, []
+            return 429, _OVERLOADED, []
         with deadline.review_deadline(arrived):
             decision = self._reviewer.review(admission)
         body = _json_bytes(render_review(admission.api_version, admission.uid, decision.response))
