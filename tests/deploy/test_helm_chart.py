@@ -489,3 +489,15 @@ def test_network_policy_values(helm: Helm) -> None:
     peers = [{"ipBlock": {"cidr": "10.0.0.0/16"}}]
     policy = one(helm.template(values={"networkPolicy": {"from": peers}}), "NetworkPolicy")
     assert policy["spec"]["ingress"][0]["from"] == peers
+
+
+def test_the_schema_enums_are_the_codes() -> None:
+    """The chart's `mode` and `strategy` values are what the server accepts, from the code's enums."""
+    import json
+
+    from dra_migrate.engine import Strategy
+    from dra_migrate.webhook.policy import Mode
+
+    schema = json.loads((CHART_DIR / "values.schema.json").read_text(encoding="utf-8"))["properties"]
+    assert sorted(schema["mode"]["enum"]) == sorted(["", *(m.value for m in Mode)])
+    assert sorted(schema["strategy"]["enum"]) == sorted(["", *(s.value for s in Strategy)])
