@@ -21,6 +21,7 @@ process runs (webhook/deadline.py refuses reviews that start after their deadlin
 
 from __future__ import annotations
 
+import socket
 import ssl
 import time
 from collections.abc import Callable
@@ -96,9 +97,25 @@ class HeadersWithBody:
 
 
 class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no type hints
+    # Connections waiting for their next request (kept alive between reviews).
+    _idle: set[Any]
+
     def run(self) -> None:
+        self._idle = set()
         gevent.spawn(self._measure_lag)
+        gevent.spawn(self._close_idle_when_stopping)
         super().run()
+
+    def _close_idle_when_stopping(self) -> None:
+        """gunicorn waits, on SIGTERM, until no connection is open, up to graceful_timeout: a kept-alive
+        connection waiting for its next request (kube-apiserver keeps several) held every worker for the
+        full 20 s and was then killed. Shut those down once the worker stops; reviews in progress finish,
+        and their connections close after the answer."""
+        while self.alive:
+            gevent.sleep(0.2)
+        for sock in list(self._idle):
+            with suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
 
     def _measure_lag(self) -> None:
         while self.alive:
@@ -118,12 +135,19 @@ class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no ty
         # Each read and write may wait as long as an idle kept-alive connection, no longer:
         # a request that stalls half-way ends too.
         client.settimeout(self.cfg.keepalive)
-        AsyncWorker.handle(self, listener, client, addr)
+        self._idle.add(client)
+        try:
+            AsyncWorker.handle(self, listener, client, addr)
+        finally:
+            self._idle.discard(client)
 
     def handle_request(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> Any:
+        self._idle.discard(sock)
         out = HeadersWithBody(sock)
         try:
             return super().handle_request(listener_name, req, out, addr)
         finally:
             with suppress(OSError):  # the client left; the connection closes next
                 out.flush()
+            if self.alive:
+                self._idle.add(sock)

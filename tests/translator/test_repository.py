@@ -14,38 +14,12 @@ from pathlib import Path
 import pytest
 import yaml
 from kubectl import require_kubectl
+from test_anchors_and_whole_files import PYTORCH_JOB as BASE_JOB  # Worker reuses the Master's `resources: *r`
 from translator_cli_support import Runner
 from trees import snapshot, write_tree
 
 from dra_migrate.engine import default_config
 from dra_migrate.translator.devices import device_view
-
-BASE_JOB = """\
-apiVersion: kubeflow.org/v1
-kind: PyTorchJob
-metadata:
-  name: train
-spec:
-  pytorchReplicaSpecs:
-    Master:
-      replicas: 1
-      template:
-        spec:
-          containers:
-          - name: pytorch
-            image: trainer
-            resources: &r
-              limits:
-                nvidia.com/gpu: 4
-    Worker:
-      replicas: 2
-      template:
-        spec:
-          containers:
-          - name: pytorch
-            image: trainer
-            resources: *r
-"""
 
 BASE_DEPLOYMENT = """\
 apiVersion: apps/v1

@@ -83,3 +83,17 @@ def test_a_429_with_retry_after_is_honoured(start_server: StartServer, tmp_path:
         # pauses) about three each
         assert before >= 4  # every resource listed at start
         assert _list_calls(api) - before <= 4, _list_calls(api) - before
+
+
+def test_sigterm_does_not_wait_for_kept_alive_connections(start_server: StartServer, tmp_path: Path) -> None:
+    """A kept-alive connection waiting for its next review (kube-apiserver keeps several, and so does
+    this test's session) held its worker on SIGTERM until gunicorn's 20 s graceful timeout, after
+    which the worker was killed: every rollout took 20 s per pod."""
+    with FakeKubeServer() as api:
+        server = start_server(kubeconfig=api.write_kubeconfig(tmp_path / "kc"), workers=2)
+        for number in range(4):  # connections to both workers, left open
+            assert server.review(make_review(gpu_pod(f"p{number}")))["allowed"]
+        code = server.stop()  # within ServerProcess's 15 s, else killed
+        log = server.log_path.read_text(errors="replace")
+        assert code == 0, log[-2000:]
+        assert "graceful timeout" not in log.lower()
