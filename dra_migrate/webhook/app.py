@@ -197,14 +197,15 @@ class ReviewEndpoints:
     def mutate(self, environ: Environ) -> Answer:
         started = time.perf_counter()
         arrived = time.monotonic()
+        if deadline.behind() > deadline.SHED_BEHIND_SECONDS:  # decided before the body is parsed
+            _discard_body(environ, MAX_BODY_BYTES)
+            metrics.record_review(metrics.SHED_OUTCOME, time.perf_counter() - started)
+            return 429, _OVERLOADED, []
         try:
             admission = self._read(environ)
         except RequestProblemError as problem:
             metrics.record_review(metrics.INVALID_OUTCOME, time.perf_counter() - started)
             return _problem_answer(environ, problem)
-        if deadline.behind() > deadline.SHED_BEHIND_SECONDS:
-            metrics.record_review(metrics.SHED_OUTCOME, time.perf_counter() - started)
-            return 429, _OVERLOADED, []
         with deadline.review_deadline(arrived):
             decision = self._reviewer.review(admission)
         body = _json_bytes(render_review(admission.api_version, admission.uid, decision.response))

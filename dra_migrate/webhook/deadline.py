@@ -44,7 +44,7 @@ def remaining(clock: Callable[[], float] = time.monotonic) -> float | None:
 # How far behind the current worker process runs: the last delay of a short periodic sleep
 # (webhook/worker.py measures it), about how long a request waited for its turn before the
 # app saw it. Past the review deadline, kube-apiserver has given up on such a request: it is
-# refused at once (429, retry) instead of converted, and the CPU goes to reviews that can
+# refused at once (an HTTP 429) instead of converted, and the CPU goes to reviews that can
 # still be answered in time, so a burst beyond capacity does not make every review late.
 SHED_BEHIND_SECONDS = REVIEW_SECONDS - MARGIN_SECONDS
 _behind = 0.0
