@@ -279,12 +279,22 @@ def _class_mappings(state: ClusterState) -> tuple[list[ClassMapping], dict[str, 
     return mappings, conflicts
 
 
-def _kueue(state: ClusterState, workloads: list[Workload], config: Config) -> dict[str, Any] | None:
-    if not (state.of("ClusterQueue") or any(v.startswith("kueue.x-k8s.io/") for v in state.api_versions)):
+def _kueue(state: ClusterState, config: Config) -> dict[str, Any] | None:
+    """Kueue's deviceClassMappings: each mapped name a ClusterQueue covers, to the DeviceClass its claims
+    use, so that the queue keeps charging converted pods (it reads them at start-up only)."""
+    queues = state.of("ClusterQueue")
+    if not (queues or any(v.startswith("kueue.x-k8s.io/") for v in state.api_versions)):
         return None
-    claimed = sorted({name for w in workloads if w.path == "claims" for name in w.requests})
+    covered = sorted(
+        {
+            str(name)
+            for queue in queues
+            for group in (queue.get("spec") or {}).get("resourceGroups") or []
+            for name in (group or {}).get("coveredResources") or []
+        }
+    )
     mappings = []
-    for name in claimed:
+    for name in covered:
         spec = config.mappings.resolve(name)
         if isinstance(spec, DeviceRequestSpec):
             mappings.append({"name": name, "deviceClassNames": [spec.device_class_name]})
@@ -373,7 +383,7 @@ def build_plan(state: ClusterState, base: Config, pool_label: str | None = None)
     unmapped = sorted({n for w in workloads for n in w.requests if w.path == "claims" and n not in served})
     warnings = [problem for source in plugin_sources(state) for problem in source.problems]
     warnings += [f"{n} is served by {', '.join(c)}: the scheduler picks {c[0]}" for n, c in sorted(conflicts.items())]
-    kueue = _kueue(state, workloads, config)
+    kueue = _kueue(state, base)
     webhooks = sorted(
         name_of(w)
         for w in state.of("MutatingWebhookConfiguration")

@@ -12,6 +12,7 @@ unchanged workload is allocated there through the DeviceClasses `--write` produc
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import subprocess
 import sys
@@ -38,7 +39,7 @@ def _dra_migrate(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def gpu_cluster(kube: Kube) -> Iterator[list[dict[str, Any]]]:
     created: list[dict[str, Any]] = []
     try:
@@ -197,3 +198,55 @@ def _created(kube: Kube, documents: list[dict[str, Any]], app: str | None = None
         if app is not None:
             for pod in kube.list("v1", "Pod", "ml", label_selector=f"app={app}"):
                 kube.delete("v1", "Pod", pod["metadata"]["name"], "ml", grace_period_seconds=0)
+
+
+def _established(kube: Kube, name: str) -> bool:
+    found = kube.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name) or {}
+    conditions = (found.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
+
+
+def test_the_plan_maps_kueue_cluster_queues(
+    kube: Kube, kubeconfig_path: Path, gpu_cluster: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    """With Kueue's CRDs (from its released module) and a ClusterQueue covering nvidia.com/gpu, the plan
+    says the queue stops limiting converted pods and writes the deviceClassMappings Kueue needs."""
+    from .kueue import crds
+
+    definitions = crds()
+    queue = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": "gpus"},
+        "spec": {
+            "resourceGroups": [
+                {
+                    "coveredResources": ["nvidia.com/gpu"],
+                    "flavors": [{"name": "default", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 8}]}],
+                }
+            ]
+        },
+    }
+    flavor = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "default"}}
+    try:
+        for definition in definitions:
+            kube.create(definition)
+        for definition in definitions:
+            name = definition["metadata"]["name"]
+            wait_for(functools.partial(_established, kube, name), what=f"CRD {name} to be established")
+        kube.dynamic.resources.invalidate_cache()
+        kube.create(flavor)
+        kube.create(queue)
+        _, plan = _plan(kubeconfig_path, "--write", str(tmp_path / "out"))
+        (charged,) = [q for q in plan["quotas"] if q["kind"] == "ClusterQueue" and q["name"] == "gpus"]
+        assert any("deviceClassMappings" in p for p in charged["problems"]), charged
+        assert plan["kueue"] == {
+            "resources": {"deviceClassMappings": [{"name": "nvidia.com/gpu", "deviceClassNames": ["gpu.nvidia.com"]}]}
+        }
+        written = yaml.safe_load((tmp_path / "out" / "kueue-config.yaml").read_text())
+        assert written == plan["kueue"]
+    finally:
+        kube.delete("kueue.x-k8s.io/v1beta2", "ClusterQueue", "gpus")
+        kube.delete("kueue.x-k8s.io/v1beta2", "ResourceFlavor", "default")
+        for definition in definitions:
+            kube.delete("apiextensions.k8s.io/v1", "CustomResourceDefinition", definition["metadata"]["name"])
