@@ -23,6 +23,7 @@ KINDS: tuple[tuple[str, str, str, bool], ...] = (
     ("ResourceSlice", "resource.k8s.io", "resourceslices", False),
     ("MutatingWebhookConfiguration", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", False),
     ("ClusterPolicy", "nvidia.com", "clusterpolicies", False),
+    ("GpuDevicePlugin", "deviceplugin.intel.com", "gpudeviceplugins", False),
     ("ClusterQueue", "kueue.x-k8s.io", "clusterqueues", False),
     ("ResourceFlavor", "kueue.x-k8s.io", "resourceflavors", False),
 )

@@ -21,7 +21,8 @@ from dra_migrate.engine import (
     with_served_classes,
     with_shared_devices,
 )
-from dra_migrate.planning.deviceplugin import Sharing, node_sharing, plugin_sources
+from dra_migrate.planning.deviceplugin import PluginSource, Sharing, node_sharing, plugin_sources
+from dra_migrate.planning.intelplugin import IntelShare, intel_node_sharing, intel_shares
 from dra_migrate.planning.model import ClassMapping, Plan, Pool, Quota, SharedResource, Step, Workload
 
 # Labels that name a node's pool on the common platforms, in this order; `--pool-label` overrides.
@@ -40,10 +41,10 @@ _DRIVER = re.compile(r"""device\.driver\s*==\s*["']([^"']+)["']""")
 def shared_names(state: ClusterState) -> dict[str, tuple[str, list[dict[str, str]]]]:
     """Device-plugin names the cluster's nodes advertise as shares: why a claim cannot mean them, and the
     labels of the nodes that share them (a pod whose nodeSelector rules them all out converts)."""
-    sources = plugin_sources(state)
+    sources, intel = plugin_sources(state), intel_shares(state)
     found: dict[str, list[tuple[dict[str, Any], Sharing]]] = defaultdict(list)
     for node in state.of("Node"):
-        for share in node_sharing(sources, node):
+        for share in _node_shares(sources, intel, node):
             found[share.advertised].append((node, share))
     shares = {}
     for name, where in sorted(found.items()):
@@ -57,6 +58,11 @@ def shared_names(state: ClusterState) -> dict[str, tuple[str, list[dict[str, str
         )
         shares[name] = (reason, [labels_of(n) for n, _ in where])
     return shares
+
+
+def _node_shares(sources: list[PluginSource], intel: list[IntelShare], node: dict[str, Any]) -> tuple[Sharing, ...]:
+    """What a node advertises as shares: NVIDIA's time-slicing or MPS, Intel's shared-dev-num."""
+    return node_sharing(sources, node) + intel_node_sharing(intel, node)
 
 
 def served_config(state: ClusterState, config: Config) -> Config:
@@ -116,7 +122,7 @@ def _device_names(allocatable: dict[str, Any], config: Config) -> dict[str, int]
 
 
 def _pools(state: ClusterState, config: Config, base: Config, pool_label: str | None) -> tuple[list[Pool], list[str]]:
-    sources = plugin_sources(state)
+    sources, intel = plugin_sources(state), intel_shares(state)
     slices: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for slice_ in state.of("ResourceSlice"):
         spec = slice_.get("spec") or {}
@@ -129,7 +135,7 @@ def _pools(state: ClusterState, config: Config, base: Config, pool_label: str | 
         pool = by_pool.setdefault(_pool_of(node, pool_label), Pool(_pool_of(node, pool_label), [], "none"))
         pool.nodes.append(name)
         plugin = _device_names((node.get("status") or {}).get("allocatable") or {}, base)
-        shares = {s.advertised: s for s in node_sharing(sources, node)}
+        shares = {s.advertised: s for s in _node_shares(sources, intel, node)}
         for resource, count in plugin.items():
             pool.device_plugin[resource] = pool.device_plugin.get(resource, 0) + count
             physical = count // shares[resource].replicas if resource in shares else count
