@@ -289,7 +289,13 @@ def leave_unconverted(config: Config, reasons: Mapping[str, str]) -> Config:
     Exact entries are looked up before patterns, so one entry per name also carves a name out
     of a pattern mapping.
     """
-    overrides = [DeviceMapping(resource=name, unconvertible=reason) for name, reason in reasons.items()]
+    return _with_overrides(
+        config, [DeviceMapping(resource=name, unconvertible=reason) for name, reason in reasons.items()]
+    )
+
+
+def _with_overrides(config: Config, overrides: Sequence[DeviceMapping]) -> Config:
+    """`config` with `overrides` looked up before its mappings (exact names before patterns)."""
     return config._replace(mappings=MappingTable([*overrides, *config.mappings.entries]))
 
 
@@ -307,7 +313,7 @@ def with_shared_devices(config: Config, shares: Mapping[str, tuple[str, Sequence
             otherwise if isinstance(otherwise, DeviceRequestSpec) else None,
         )
         overrides.append(DeviceMapping(resource=name, unconvertible=reason, shared=shared))
-    return config._replace(mappings=MappingTable([*overrides, *config.mappings.entries]))
+    return _with_overrides(config, overrides)
 
 
 def default_config(target: str | None = None) -> Config:

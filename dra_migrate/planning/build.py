@@ -235,7 +235,7 @@ def _evaluate(obj: dict[str, Any], config: Config) -> tuple[str, list[str]]:
     return "kept", [f.message for f in result.findings if f.severity is Severity.WARNING]
 
 
-def _workloads(state: ClusterState, base: Config, config: Config, node_pools: dict[str, str]) -> list[Workload]:
+def _workloads(state: ClusterState, config: Config, node_pools: dict[str, str]) -> list[Workload]:
     placements = _placements(state, node_pools)
     candidates = [o for kind in _CONTROLLERS for o in state.of(kind) if _owner(o) is None]
     candidates += [p for p in state.of("Pod") if (_owner(p) or ("", ""))[0] not in ("ReplicaSet", "Job")]
@@ -245,7 +245,7 @@ def _workloads(state: ClusterState, base: Config, config: Config, node_pools: di
         if not requests:
             continue
         kind, namespace, name = str(obj.get("kind")), namespace_of(obj), name_of(obj)
-        selector = _node_selector(obj, base)
+        selector = _node_selector(obj, config)
         path, reasons = _evaluate(obj, config)
         # where its pods run, else where its node selector lets them run
         pools = sorted(placements.get((kind, namespace, name)) or _selectable(state, selector, node_pools))
@@ -383,7 +383,7 @@ def build_plan(state: ClusterState, base: Config, pool_label: str | None = None)
     config = cluster_config(state, base)
     pools, errors = _pools(state, config, base, pool_label)
     node_pools = {node: pool.name for pool in pools for node in pool.nodes}
-    workloads = _workloads(state, base, config, node_pools)
+    workloads = _workloads(state, config, node_pools)
     classes, conflicts = _class_mappings(state)
     served = {c.extended_resource_name for c in classes}
     unmapped = sorted({n for w in workloads for n in w.requests if w.path == "claims" and n not in served})

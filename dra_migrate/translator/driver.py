@@ -217,8 +217,7 @@ class Run:
         return self._patch_file(source) is not None  # its rewrite was planned here (translator.patchplan)
 
     def _patch_file(self, source: Source) -> PatchFile | None:
-        planned = self.repository.patches.files if self.repository.patches is not None else None
-        return planned.get(source.path.resolve()) if planned and source.path is not None else None
+        return self.repository.patch_file(source.path) if source.path is not None else None
 
     def whole(self, source: Source) -> FileResult:
         try:

@@ -138,6 +138,11 @@ def rewrite(operations: list[Operation], targets: Iterable[dict[str, Any]], conf
             known = {t["metadata"]["name"] for t in found.templates}
             found.templates.extend(t for t in one.templates if t["metadata"]["name"] not in known)
     if found is None:
-        touches = any(_touches_devices(o, {}, config) for o in operations)
-        return Rewrite(None, [], "no object of its bases matches its target") if touches else Rewrite(None, [])
+        matched_none = Rewrite(None, [], "no object of its bases matches its target")
+        return matched_none if names_devices(operations, config) else Rewrite(None, [])
     return found
+
+
+def names_devices(operations: Iterable[Operation], config: Config) -> bool:
+    """Whether any operation names a mapped device in its path or value (no object to look into)."""
+    return any(_touches_devices(o, {}, config) for o in operations)

@@ -32,7 +32,7 @@ class Kustomization:
         self.path = path  # the kustomization file
         self.data = data
         self.text = text
-        self.rewritten: str | None = None  # its text with inline patches converted (translator.repository)
+        self.rewritten: str | None = None  # its text with inline patches converted (translator.patchplan)
         self.files: set[Path] = set()  # resolved files it lists (resources and patches)
         self.patches: set[Path] = set()  # those of them it lists as patches
         self.directories: set[Path] = set()  # resolved directories it lists

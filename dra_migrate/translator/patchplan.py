@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 import yaml
 
 from dra_migrate.engine import Config, Severity, convert
-from dra_migrate.translator.jsonpatches import Operation, Rewrite, operations_of, rewrite
+from dra_migrate.translator.jsonpatches import Operation, Rewrite, names_devices, operations_of, rewrite
 from dra_migrate.translator.kustomize import Kustomization, KustomizationIndex, PatchEntry, patch_entries, selects
 from dra_migrate.translator.overlays import claims_of, complete_patch
 from dra_migrate.translator.yamltext import edit_document, kubeyaml
@@ -99,7 +99,7 @@ class PatchPlan:
             found = self._rewrite(kustomization, entry)
             if found is None:
                 continue
-            operations, result = found
+            text, operations, result = found
             if result.problem is not None:
                 message = f"{entry.label} cannot be converted exactly: {result.problem}"
                 self.problems.append(PatchProblem(kustomization, where, message))
@@ -107,11 +107,11 @@ class PatchPlan:
             if result.operations is None:
                 continue
             summary = f"{entry.label} of {kustomization.path.name}: operations on device requests rewritten to claims"
+            edited = _edited(text, operations, result.operations)
             if entry.file is not None:
-                self._plan_file(kustomization, entry.file, operations, result, summary)
+                self._plan_file(kustomization, entry.file, edited, result.templates, summary)
             else:
-                assert entry.inline is not None
-                new_data[entry.key][entry.position]["patch"] = _edited(entry.inline, operations, result.operations)
+                new_data[entry.key][entry.position]["patch"] = edited
                 templates.extend(result.templates)
         if new_data != kustomization.data:
             kustomization.rewritten = edit_document(kustomization.text, kustomization.data, new_data).text
@@ -136,36 +136,37 @@ class PatchPlan:
         bases = [convert(copy.deepcopy(o), self.config).object for o in self._bases(kustomization)]
         return complete_patch(edited, claims_of(bases, self.config), self.config), converted.templates
 
-    def _rewrite(self, kustomization: Kustomization, entry: PatchEntry) -> tuple[list[Operation], Rewrite] | None:
+    def _rewrite(
+        self, kustomization: Kustomization, entry: PatchEntry
+    ) -> tuple[str, list[Operation], Rewrite] | None:
+        """The patch's text and operations, and their DRA form; None for what is no JSON 6902 patch."""
         try:
             text = entry.inline if entry.file is None else self._read(entry.file)
             operations = operations_of(kubeyaml.load(text)) if text is not None else None
         except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError):
             return None  # not a JSON 6902 patch this plan can read: render verification still checks it
-        if operations is None or entry.target is None:
+        if text is None or operations is None or entry.target is None:
             return None
         targets: list[dict[str, Any]] = []
         for obj in self._bases(kustomization):
             chosen = selects(entry.target, obj)
             if chosen is None:  # a label or annotation selector
-                if rewrite(operations, [], self.config).problem is None:
-                    return None  # it touches no device
-                return operations, Rewrite(None, [], "its target uses a label or annotation selector")
+                if not names_devices(operations, self.config):
+                    return None
+                return text, operations, Rewrite(None, [], "its target uses a label or annotation selector")
             if chosen:
                 targets.append(obj)
-        return operations, rewrite(operations, targets, self.config)
+        return text, operations, rewrite(operations, targets, self.config)
 
     def _plan_file(
-        self, kustomization: Kustomization, file: Path, operations: list[Operation], result: Rewrite, summary: str
+        self, kustomization: Kustomization, file: Path, text: str, templates: list[dict[str, Any]], summary: str
     ) -> None:
-        assert result.operations is not None
-        text = _edited(self._read(file), operations, result.operations)
         planned = self.files.get(file)
         if planned is not None and planned.text != text:
             message = "the kustomizations that use this patch need different rewrites of it"
             self.problems.append(PatchProblem(kustomization, file, message))
             return
-        self.files[file] = PatchFile(text, result.templates, summary)
+        self.files[file] = PatchFile(text, templates, summary)
 
     def _refuse_replacements(self, kustomization: Kustomization) -> None:
         values = kustomization.data.get("replacements")

@@ -43,8 +43,10 @@ class Repository:
         return plan
 
     def patch_file(self, path: Path) -> PatchFile | None:
-        """The DRA form of a JSON 6902 patch file (resolved path), when the plan rewrote it."""
-        return self.patches.files.get(path) if self.patches is not None else None
+        """The DRA form of a JSON 6902 patch file, when the plan rewrote it (the path is resolved only
+        when the plan rewrote any: this is asked for every input)."""
+        planned = self.patches.files if self.patches is not None else None
+        return planned.get(path.resolve()) if planned else None
 
     def note_chart(self, result: FileResult) -> None:
         """A skipped file of a Helm chart that requests mapped devices: the chart needs the post-renderer."""
@@ -101,11 +103,11 @@ class Repository:
         (reported already), and, when renders are verified, those whose render changed."""
         from dra_migrate.translator.verify import RootCheck, render_directories
 
-        failed = self.patches.failed() if self.patches is not None else set()
+        failed = {p.parent for p in self.patches.failed()} if self.patches is not None else set()
         checks = [
             RootCheck(root, ["renders from a patch that cannot be converted (patch-not-converted)"])
             for root in self.run.index.known()
-            if any(p.parent in render_directories(self.run.index, root) for p in failed)
+            if failed.intersection(render_directories(self.run.index, root))
         ]
         return checks + (self.failed_renders(changes) if self.verifies_renders() else [])
 

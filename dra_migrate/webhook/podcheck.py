@@ -21,7 +21,7 @@ patch never touches it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -189,20 +189,27 @@ def shape_problem(pod: Mapping[str, Any]) -> PodProblem | None:
     return None
 
 
-def mapped_requests(pod: Mapping[str, Any], config: Config) -> list[str]:
-    """`<container>: <resource>` for each container and mapped resource it asks for (shape already checked)."""
+def _resource_maps(
+    pod: Mapping[str, Any], kinds: tuple[str, ...]
+) -> Iterator[tuple[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]]]:
+    """(container, limits, requests) for each container of the given kinds (shape already checked)."""
     spec = pod.get("spec") or {}
-    found: list[str] = []
-    for kind in ("initContainers", "containers"):
+    for kind in kinds:
         for container in spec.get(kind) or ():
             resources = (container or {}).get("resources") or {}
-            limits, requests = resources.get("limits") or {}, resources.get("requests") or {}
-            found += [
-                f"{container.get('name')}: {name}"
-                for name in sorted({*limits, *requests})
-                if isinstance(config.mappings.resolve(name), DeviceRequestSpec)
-                and not (_zero(limits.get(name, 0)) and _zero(requests.get(name, 0)))
-            ]
+            yield container or {}, resources.get("limits") or {}, resources.get("requests") or {}
+
+
+def mapped_requests(pod: Mapping[str, Any], config: Config) -> list[str]:
+    """`<container>: <resource>` for each container and mapped resource it asks for (shape already checked)."""
+    found: list[str] = []
+    for container, limits, requests in _resource_maps(pod, ("initContainers", "containers")):
+        found += [
+            f"{container.get('name')}: {name}"
+            for name in sorted({*limits, *requests})
+            if isinstance(config.mappings.resolve(name), DeviceRequestSpec)
+            and not (_zero(limits.get(name, 0)) and _zero(requests.get(name, 0)))
+        ]
     return found
 
 
@@ -215,13 +222,8 @@ def _zero(value: Any) -> bool:
 
 
 def _resource_entries(pod: Mapping[str, Any]) -> int:
-    spec = pod.get("spec") or {}
-    total = 0
-    for kind in ("initContainers", "containers", "ephemeralContainers"):
-        for container in spec.get(kind) or ():
-            resources = (container or {}).get("resources") or {}
-            total += len(resources.get("limits") or ()) + len(resources.get("requests") or ())
-    return total
+    kinds = ("initContainers", "containers", "ephemeralContainers")
+    return sum(len(limits) + len(requests) for _, limits, requests in _resource_maps(pod, kinds))
 
 
 def limit_problem(pod: Mapping[str, Any], config: Config) -> PodProblem | None:
