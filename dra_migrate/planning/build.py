@@ -134,7 +134,8 @@ def _pools(state: ClusterState, config: Config, base: Config, pool_label: str | 
         name = name_of(node)
         pool = by_pool.setdefault(_pool_of(node, pool_label), Pool(_pool_of(node, pool_label), [], "none"))
         pool.nodes.append(name)
-        plugin = _device_names((node.get("status") or {}).get("allocatable") or {}, base)
+        # with the cluster's knowledge: a renamed share (`nvidia.com/gpu.shared`) is capacity too
+        plugin = _device_names((node.get("status") or {}).get("allocatable") or {}, config)
         shares = {s.advertised: s for s in _node_shares(sources, intel, node)}
         for resource, count in plugin.items():
             pool.device_plugin[resource] = pool.device_plugin.get(resource, 0) + count

@@ -187,3 +187,46 @@ def test_convert_with_the_cluster_decides_as_the_plan(
     else:
         assert code == 0 and "shared-device" not in rules
         assert "resourceClaims" in manifest.read_text()
+
+
+def test_a_pool_that_advertises_only_renamed_shares_is_a_device_plugin_pool(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """With renameByDefault the nodes advertise `nvidia.com/gpu.shared`, a name no mapping converts: it is
+    still the device plugin's capacity, 8 shares of 2 GPUs."""
+    config_map = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "cfg", "namespace": "nvidia"},
+        "data": {
+            "default": "version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: true\n    resources:\n"
+            "    - name: nvidia.com/gpu\n      replicas: 4\n"
+        },
+    }
+    plugin = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "nvidia-device-plugin", "namespace": "nvidia"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "containers": [{"name": "p", "image": "nvcr.io/nvidia/k8s-device-plugin:v0.17.1"}],
+                    "volumes": [{"name": "available-configs", "configMap": {"name": "cfg"}}],
+                }
+            }
+        },
+    }
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "n0", "labels": {POOL: "renamed"}},
+        "status": {"allocatable": {"nvidia.com/gpu.shared": "8"}},
+    }
+    state = ClusterState(server_version="v1.36.3", api_versions={"v1", "apps/v1", "resource.k8s.io/v1"})
+    state.add([config_map, plugin, node])
+    write_snapshot(state, tmp_path / "cluster")
+    code, plan, _ = _plan(capsys, tmp_path / "cluster")
+    assert code == 0
+    (pool,) = plan["pools"]
+    assert pool["stack"] == "device-plugin"
+    assert pool["device_plugin"] == {"nvidia.com/gpu.shared": 8} and pool["gpus"] == {"device-plugin": 2}
