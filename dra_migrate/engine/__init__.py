@@ -11,6 +11,7 @@ the engine's whole public surface: nothing outside the engine imports its submod
 from dra_migrate.engine.config import (
     Config,
     ConfigError,
+    SharedDevices,
     at_admission,
     default_config,
     leave_unconverted,
@@ -70,6 +71,7 @@ __all__ = [
     "Rule",
     "ServingClass",
     "Severity",
+    "SharedDevices",
     "Strategy",
     "Target",
     "TargetVersionError",

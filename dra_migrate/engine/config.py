@@ -299,20 +299,39 @@ def _with_overrides(config: Config, overrides: Sequence[DeviceMapping]) -> Confi
     return config._replace(mappings=MappingTable([*overrides, *config.mappings.entries]))
 
 
-def with_shared_devices(config: Config, shares: Mapping[str, tuple[str, Sequence[Mapping[str, str]]]]) -> Config:
+class SharedDevices(NamedTuple):
+    """What a cluster says about a name it shares: why no exclusive claim means it, the labels of the nodes
+    that share it and of those that serve it whole, and the device capacity through which its DRA driver
+    hands out one share per claim (None: the driver does not, so no claim means a share)."""
+
+    reason: str
+    nodes: Sequence[Mapping[str, str]]
+    others: Sequence[Mapping[str, str]] = ()
+    share_capacity: str | None = None
+    whole_name: str | None = None  # the name of the devices unshared, for a renamed share (nvidia.com/gpu.shared)
+
+
+def _label_sets(nodes: Sequence[Mapping[str, str]]) -> tuple[frozenset[tuple[str, str]], ...]:
+    return tuple({frozenset((str(k), str(v)) for k, v in labels.items()) for labels in nodes})
+
+
+def with_shared_devices(config: Config, shares: Mapping[str, SharedDevices]) -> Config:
     """`config` knowing that the cluster shares the devices behind each name (time-slicing, MPS) on the
-    nodes with the given labels: for a pod that can land there, a request is a share of a device, which
-    no exclusive claim means: kept, as an error with the reason. Other pods convert as before."""
+    nodes with the given labels: for a pod that can land there, a request is a share of a device. It
+    becomes a claim for one share (`share_capacity`) when the pod can land only on sharing nodes, else it
+    is kept, as an error with the reason. Pods that cannot land on a sharing node convert as before."""
     if not shares:
         return config
     overrides = []
-    for name, (reason, nodes) in shares.items():
-        otherwise = config.mappings.resolve(name)
-        shared = SharedOn(
-            tuple({frozenset((str(k), str(v)) for k, v in labels.items()) for labels in nodes}),
-            otherwise if isinstance(otherwise, DeviceRequestSpec) else None,
-        )
-        overrides.append(DeviceMapping(resource=name, unconvertible=reason, shared=shared))
+    for name, shared in shares.items():
+        resolved = config.mappings.resolve(name)
+        otherwise = resolved if isinstance(resolved, DeviceRequestSpec) else None
+        device = config.mappings.resolve(shared.whole_name) if shared.whole_name else resolved
+        share = None
+        if isinstance(device, DeviceRequestSpec) and shared.share_capacity:
+            share = device._replace(resource=name, capacity=((shared.share_capacity, "1"),))
+        where = SharedOn(_label_sets(shared.nodes), otherwise, _label_sets(shared.others), share)
+        overrides.append(DeviceMapping(resource=name, unconvertible=shared.reason, shared=where))
     return _with_overrides(config, overrides)
 
 

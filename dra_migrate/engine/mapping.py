@@ -94,6 +94,8 @@ class DeviceRequestSpec(NamedTuple):
     config: tuple[OpaqueConfig, ...]
     request_name: str
     class_selectors: tuple[str, ...] = ()
+    # capacity asked of each device, (name, quantity): a share of a device that several claims can hold
+    capacity: tuple[tuple[str, str], ...] = ()
 
     def identity(self) -> str:
         """Canonical text of everything that makes two requests interchangeable."""
@@ -103,31 +105,47 @@ class DeviceRequestSpec(NamedTuple):
 # Specs come from the mapping's bounded cache, and the webhook asks for the same few per review.
 @cached_when_hashable(maxsize=1024)
 def _identity(spec: DeviceRequestSpec) -> str:
-    return json.dumps(
-        {
-            "class": spec.device_class_name,
-            "selectors": list(spec.selectors),
-            "config": [c.as_dict() for c in spec.config],
-            "request": spec.request_name,
-        },
-        sort_keys=True,
-        separators=(",", ":"),
-    )
+    identity: dict[str, Any] = {
+        "class": spec.device_class_name,
+        "selectors": list(spec.selectors),
+        "config": [c.as_dict() for c in spec.config],
+        "request": spec.request_name,
+    }
+    if spec.capacity:  # only when asked, so that the names of existing templates stay as they are
+        identity["capacity"] = dict(spec.capacity)
+    return json.dumps(identity, sort_keys=True, separators=(",", ":"))
+
+
+NodeLabels = frozenset[tuple[str, str]]
 
 
 class SharedOn(NamedTuple):
-    """Where a cluster shares the devices behind a name: the label sets of the nodes that do, and how the
-    name converts for a pod that cannot land on any of them."""
+    """Where a cluster shares the devices behind a name: the label sets of the nodes that do and of the
+    nodes that serve it otherwise (whole devices), how the name converts for a pod that cannot land on a
+    sharing node, and, where the DRA driver publishes shares, for a pod that can land only there."""
 
-    nodes: tuple[frozenset[tuple[str, str]], ...]
+    nodes: tuple[NodeLabels, ...]
     otherwise: DeviceRequestSpec | None
+    others: tuple[NodeLabels, ...] = ()
+    share: DeviceRequestSpec | None = None
 
-    def reaches(self, node_selector: Any) -> bool:
-        """Whether a pod with this nodeSelector can land on a node that shares the devices."""
-        if not isinstance(node_selector, Mapping) or not node_selector:
-            return True
-        wanted = {(str(k), str(v)) for k, v in node_selector.items()}
-        return any(wanted <= labels for labels in self.nodes)
+    def for_pod(self, node_selector: Any) -> DeviceRequestSpec | None:
+        """The conversion for a pod with this nodeSelector, or None when no claim means its request."""
+        if not _reaches(self.nodes, node_selector):
+            return self.otherwise
+        if self.share is not None and not _reaches(self.others, node_selector):
+            return self.share
+        return None
+
+
+def _reaches(nodes: tuple[NodeLabels, ...], node_selector: Any) -> bool:
+    """Whether a pod with this nodeSelector can land on one of the nodes with these labels."""
+    if not nodes:
+        return False
+    if not isinstance(node_selector, Mapping) or not node_selector:
+        return True
+    wanted = {(str(k), str(v)) for k, v in node_selector.items()}
+    return any(wanted <= labels for labels in nodes)
 
 
 class Unconvertible:

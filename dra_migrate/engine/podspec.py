@@ -173,10 +173,11 @@ def _route(
 def _for_pod(
     mapping: DeviceRequestSpec | Unconvertible | None, pod_spec: dict[str, Any]
 ) -> DeviceRequestSpec | Unconvertible | None:
-    """A name the cluster shares only on nodes this pod's nodeSelector rules out converts as usual."""
+    """A name the cluster shares converts as usual for a pod whose nodeSelector rules the sharing nodes
+    out, and to a share of a device for one that can land only there (where the driver publishes shares)."""
     shared = mapping.shared if isinstance(mapping, Unconvertible) else None
-    if shared is not None and not shared.reaches(pod_spec.get("nodeSelector")):
-        return shared.otherwise
+    if shared is not None:
+        return shared.for_pod(pod_spec.get("nodeSelector")) or mapping
     return mapping
 
 
@@ -230,6 +231,14 @@ def _collect_needs(
                 needs.kept.setdefault(mapping.device_class_name, []).append(f"{ref.name}: {name}")
                 continue
             count = _count(ref, name, limits, requests, where, findings)
+            if count is not None and count > 1 and mapping.capacity:
+                findings.error(
+                    "shared-device",
+                    path,
+                    f"container {ref.name!r}: {name} kept: {count} shares of a shared device, which the device "
+                    "plugin may hand out from one device or several; a claim for one share means 1",
+                )
+                count = None
             if count is None:
                 needs.kept.setdefault(mapping.device_class_name, []).append(f"{ref.name}: {name}")
             elif count and _route(name, mapping, pinned, config, path, needs, findings).path is Path.CLAIM:

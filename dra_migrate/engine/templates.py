@@ -32,6 +32,8 @@ def claim_spec(spec: DeviceRequestSpec, count: int) -> dict[str, Any]:
     }
     if spec.selectors:
         exactly["selectors"] = [{"cel": {"expression": expression}} for expression in spec.selectors]
+    if spec.capacity:
+        exactly["capacity"] = {"requests": dict(spec.capacity)}
     devices: dict[str, Any] = {"requests": [{"name": spec.request_name, "exactly": exactly}]}
     if spec.config:
         devices["config"] = [{"requests": [spec.request_name], "opaque": config.as_dict()} for config in spec.config]

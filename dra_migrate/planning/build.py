@@ -13,6 +13,8 @@ from dra_migrate.engine import (
     Config,
     DeviceRequestSpec,
     Severity,
+    SharedDevices,
+    Target,
     Unconvertible,
     convert,
     is_extended_resource,
@@ -24,6 +26,7 @@ from dra_migrate.engine import (
 from dra_migrate.planning.deviceplugin import PluginSource, Sharing, node_sharing, plugin_sources
 from dra_migrate.planning.intelplugin import IntelShare, intel_node_sharing, intel_shares
 from dra_migrate.planning.model import ClassMapping, Plan, Pool, Quota, SharedResource, Step, Workload
+from dra_migrate.planning.nvidiadra import SHARES_CAPACITY, driver_values_file, settings_text, shares_for
 
 # Labels that name a node's pool on the common platforms, in this order; `--pool-label` overrides.
 POOL_LABELS = (
@@ -38,26 +41,48 @@ _CONTROLLERS = ("Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob")
 _DRIVER = re.compile(r"""device\.driver\s*==\s*["']([^"']+)["']""")
 
 
-def shared_names(state: ClusterState) -> dict[str, tuple[str, list[dict[str, str]]]]:
-    """Device-plugin names the cluster's nodes advertise as shares: why a claim cannot mean them, and the
-    labels of the nodes that share them (a pod whose nodeSelector rules them all out converts)."""
+def shared_names(state: ClusterState, target: Target, consumable_shares: bool = False) -> dict[str, SharedDevices]:
+    """Device-plugin names the cluster's nodes advertise as shares: why an exclusive claim cannot mean them,
+    the labels of the nodes that share them and of those that serve them whole (a pod whose nodeSelector
+    rules all sharing nodes out converts as usual), and, where the DRA driver will hand out shares
+    (`consumable_shares`), the capacity a pod that can land only on sharing nodes claims one share of."""
     sources, intel = plugin_sources(state), intel_shares(state)
     found: dict[str, list[tuple[dict[str, Any], Sharing]]] = defaultdict(list)
     for node in state.of("Node"):
         for share in _node_shares(sources, intel, node):
             found[share.advertised].append((node, share))
+    with_slices = {str((s.get("spec") or {}).get("nodeName")) for s in state.of("ResourceSlice")}
     shares = {}
     for name, where in sorted(found.items()):
         nodes = sorted(name_of(n) for n, _ in where)
         share = where[0][1]
+        sharing = set(nodes)
+        others = [
+            labels_of(n)
+            for n in state.of("Node")
+            if name_of(n) not in sharing
+            and (_quantity(_allocatable(n).get(share.resource, 0)) > 0 or name_of(n) in with_slices)
+        ]
+        capacity, why_not = shares_for(share.resource, share.strategy, target, consumable_shares)
         reason = (
             f"the device plugin shares it ({share.strategy}, {share.replicas} per device) on {', '.join(nodes[:3])}"
             f"{' and others' if len(nodes) > 3 else ''}: a request there is a share of a device, a claim gets whole "
-            f"devices (up to {share.replicas} times as many); keep it on the device plugin, or select nodes that do "
-            "not share it (nodeSelector)"
+            f"devices (up to {share.replicas} times as many); "
         )
-        shares[name] = (reason, [labels_of(n) for n, _ in where])
+        if capacity:
+            reason += (
+                "a pod that can land only there gets a claim for one share, but this one can also land on nodes "
+                "that serve whole devices: select one kind (nodeSelector)"
+            )
+        else:
+            reason += f"keep it on the device plugin, or select nodes that do not share it (nodeSelector); {why_not}"
+        whole = share.resource if share.resource != name else None
+        shares[name] = SharedDevices(reason, [labels_of(n) for n, _ in where], others, capacity, whole)
     return shares
+
+
+def _allocatable(node: dict[str, Any]) -> dict[str, Any]:
+    return (node.get("status") or {}).get("allocatable") or {}
 
 
 def _node_shares(sources: list[PluginSource], intel: list[IntelShare], node: dict[str, Any]) -> tuple[Sharing, ...]:
@@ -71,10 +96,11 @@ def served_config(state: ClusterState, config: Config) -> Config:
     return with_served_classes(config, {name: classes[0] for name, classes in served.items()})
 
 
-def cluster_config(state: ClusterState, config: Config) -> Config:
+def cluster_config(state: ClusterState, config: Config, consumable_shares: bool = False) -> Config:
     """`config` as the cluster decides it: the DeviceClasses it serves names with, and the names it
     shares (never turned into exclusive claims for a pod that can land where they are shared)."""
-    return with_shared_devices(served_config(state, config), shared_names(state))
+    shares = shared_names(state, config.target, consumable_shares)
+    return with_shared_devices(served_config(state, config), shares)
 
 
 def _node_selector(obj: dict[str, Any], config: Config) -> dict[str, str]:
@@ -85,12 +111,17 @@ def _node_selector(obj: dict[str, Any], config: Config) -> dict[str, str]:
     return {}
 
 
-def _pool_of(node: dict[str, Any], pool_label: str | None) -> str:
+def _pool_label(node: dict[str, Any], pool_label: str | None) -> dict[str, str]:
+    """The node label that names the node's pool, as {key: pool}; {} when none does."""
     labels = labels_of(node)
     for key in (pool_label,) if pool_label else POOL_LABELS:
         if key and labels.get(key):
-            return labels[key]
-    return NO_POOL
+            return {key: labels[key]}
+    return {}
+
+
+def _pool_of(node: dict[str, Any], pool_label: str | None) -> str:
+    return next(iter(_pool_label(node, pool_label).values()), NO_POOL)
 
 
 def _quantity(value: Any) -> int:
@@ -121,7 +152,9 @@ def _device_names(allocatable: dict[str, Any], config: Config) -> dict[str, int]
     return out
 
 
-def _pools(state: ClusterState, config: Config, base: Config, pool_label: str | None) -> tuple[list[Pool], list[str]]:
+def _pools(
+    state: ClusterState, config: Config, base: Config, pool_label: str | None, consumable_shares: bool
+) -> tuple[list[Pool], list[str]]:
     sources, intel = plugin_sources(state), intel_shares(state)
     slices: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for slice_ in state.of("ResourceSlice"):
@@ -132,7 +165,8 @@ def _pools(state: ClusterState, config: Config, base: Config, pool_label: str | 
     errors: list[str] = []
     for node in sorted(state.of("Node"), key=name_of):
         name = name_of(node)
-        pool = by_pool.setdefault(_pool_of(node, pool_label), Pool(_pool_of(node, pool_label), [], "none"))
+        label = _pool_label(node, pool_label)
+        pool = by_pool.setdefault(_pool_of(node, pool_label), Pool(_pool_of(node, pool_label), [], "none", label=label))
         pool.nodes.append(name)
         # with the cluster's knowledge: a renamed share (`nvidia.com/gpu.shared`) is capacity too
         plugin = _device_names((node.get("status") or {}).get("allocatable") or {}, config)
@@ -149,7 +183,15 @@ def _pools(state: ClusterState, config: Config, base: Config, pool_label: str | 
                 (s for s in pool.sharing if (s.advertised, s.strategy) == (share.advertised, share.strategy)), None
             )
             if known is None:
-                pool.sharing.append(SharedResource(share.advertised, share.strategy, share.replicas, [name]))
+                capacity, why_not = shares_for(share.resource, share.strategy, config.target, consumable_shares)
+                dra = (
+                    f"the DRA driver hands out {share.replicas} shares of each device ({settings_text(share.replicas)})"
+                    if capacity
+                    else why_not
+                )
+                pool.sharing.append(
+                    SharedResource(share.advertised, share.strategy, share.replicas, [name], capacity, dra)
+                )
             else:
                 known.nodes.append(name)
         plugin_drivers = {
@@ -308,6 +350,11 @@ def _kueue(state: ClusterState, config: Config) -> dict[str, Any] | None:
     return {"resources": {"deviceClassMappings": mappings}}
 
 
+def moves_with_shares(pool: Pool) -> bool:
+    """Whether the DRA driver can hand out what the pool's device plugin shares: one number of shares."""
+    return all(s.dra_capacity for s in pool.sharing) and len({s.replicas for s in pool.sharing}) == 1
+
+
 def _steps(pools: list[Pool], workloads: list[Workload], has_kueue: bool) -> list[Step]:
     kueue_step = " and Kueue's deviceClassMappings, then restart Kueue (it reads them at start-up)" if has_kueue else ""
     steps = []
@@ -326,17 +373,26 @@ def _steps(pools: list[Pool], workloads: list[Workload], has_kueue: bool) -> lis
             )
         if pool.stack not in ("device-plugin", "both", "mixed"):
             continue
-        if pool.sharing:
+        if pool.sharing and not moves_with_shares(pool):
             names = ", ".join(sorted({s.advertised for s in pool.sharing}))
+            why = "; ".join(sorted({s.dra for s in pool.sharing if not s.dra_capacity})) or (
+                "its devices are shared in different numbers, and the driver takes one number per node"
+            )
             steps.append(
                 Step(
                     pool.name,
-                    f"keep this pool on the device plugin: it shares {names}, and what requests it here is a share"
-                    + (f" ({len(blocked)} workload(s) run here)" if blocked else ""),
+                    f"keep this pool on the device plugin: it shares {names}, and what requests it here is a share "
+                    f"({why})" + (f"; {len(blocked)} workload(s) run here" if blocked else ""),
                     "nothing to check: this pool is not moved by this plan",
                 )
             )
             continue
+        install = "install the DRA driver's kubelet plugin on the pool"
+        installed = "`kubectl get resourceslices` lists every node of the pool with its devices"
+        if pool.sharing:
+            replicas = pool.sharing[0].replicas
+            install += f" handing out shares (plan --write: {driver_values_file(pool.name)}: {settings_text(replicas)})"
+            installed += f", each with allowMultipleAllocations: true and capacity {SHARES_CAPACITY}: {replicas}"
         steps += [
             Step(
                 pool.name,
@@ -348,11 +404,7 @@ def _steps(pools: list[Pool], workloads: list[Workload], has_kueue: bool) -> lis
                 "label the nodes so the device-plugin DaemonSet no longer selects them",
                 "node allocatable lists no mapped device name",
             ),
-            Step(
-                pool.name,
-                "install the DRA driver's kubelet plugin on the pool",
-                "`kubectl get resourceslices` lists every node of the pool with its devices",
-            ),
+            Step(pool.name, install, installed),
             Step(
                 pool.name,
                 "apply the DeviceClasses (plan --write: deviceclasses.yaml)",
@@ -366,7 +418,13 @@ def _steps(pools: list[Pool], workloads: list[Workload], has_kueue: bool) -> lis
             Step(
                 pool.name,
                 f"switch the webhook from audit to enforce (plan --write: webhook-config.yaml); {len(moving)} "
-                "workload(s) move",
+                "workload(s) move"
+                + (
+                    "; the webhook keeps shared names for every pod (it sees no node labels at admission): apply "
+                    "this pool's workloads as `dra-migrate convert --cluster --consumable-shares` converts them"
+                    if pool.sharing
+                    else ""
+                ),
                 "a new GPU pod of the pool gets a claim and is allocated",
             ),
             Step(pool.name, "uncordon the nodes", "every moved workload's pods are Running with allocated claims"),
@@ -379,10 +437,13 @@ def _sees_pods(configuration: dict[str, Any]) -> bool:
     return any("pods" in (r.get("resources") or []) or "*" in (r.get("resources") or []) for r in rules)
 
 
-def build_plan(state: ClusterState, base: Config, pool_label: str | None = None) -> Plan:
-    """`base`: the configuration for the target release, before the cluster's knowledge is added."""
-    config = cluster_config(state, base)
-    pools, errors = _pools(state, config, base, pool_label)
+def build_plan(
+    state: ClusterState, base: Config, pool_label: str | None = None, consumable_shares: bool = False
+) -> Plan:
+    """`base`: the configuration for the target release, before the cluster's knowledge is added;
+    `consumable_shares`: the DRA driver will hand out the shares of the device plugin's time-sliced pools."""
+    config = cluster_config(state, base, consumable_shares)
+    pools, errors = _pools(state, config, base, pool_label, consumable_shares)
     node_pools = {node: pool.name for pool in pools for node in pool.nodes}
     workloads = _workloads(state, config, node_pools)
     classes, conflicts = _class_mappings(state)

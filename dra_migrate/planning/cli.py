@@ -35,6 +35,13 @@ def cluster_arguments(parser: argparse.ArgumentParser) -> None:
         help="read the live cluster through this kubeconfig (get and list only)",
     )
     parser.add_argument("--context", metavar="NAME", help="the kubeconfig context to use")
+    parser.add_argument(
+        "--consumable-shares",
+        action="store_true",
+        help="the DRA driver hands out the device plugin's time-sliced GPUs as shares (NVIDIA: the "
+        "ConsumableShares gate and consumableShares = the replicas; Kubernetes 1.36+): a pod that can land "
+        "only on a time-sliced pool gets a claim for one share",
+    )
 
 
 def _plan_arguments(plan: argparse.ArgumentParser) -> None:

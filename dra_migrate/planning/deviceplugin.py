@@ -30,6 +30,7 @@ class Sharing(NamedTuple):
     replicas: int
     advertised: str  # the name the node advertises the shares under
     fail_requests_greater_than_one: bool
+    resource: str  # the name of the devices unshared (advertised differs when the shares are renamed)
 
 
 class PluginConfig(NamedTuple):
@@ -75,7 +76,7 @@ def parse_config(text: str) -> PluginConfig:
             name = resource["name"]
             rename = resource.get("rename") if isinstance(resource.get("rename"), str) else None
             advertised = rename or (name + SHARED_SUFFIX if rename_by_default else name)
-            shares.append(Sharing(strategy, replicas, advertised, fail_more))
+            shares.append(Sharing(strategy, replicas, advertised, fail_more, name))
     return PluginConfig(str(flags.get("migStrategy") or "none"), tuple(shares))
 
 
@@ -177,7 +178,7 @@ def labelled_sharing(node: dict[str, Any]) -> tuple[Sharing, ...]:
         resource = key.removesuffix(".replicas")
         strategy = labels.get(f"{resource}.sharing-strategy", "time-slicing")
         if strategy in ("time-slicing", "mps"):
-            out.append(Sharing(strategy, int(value), resource, strategy == "mps"))
+            out.append(Sharing(strategy, int(value), resource, strategy == "mps", resource))
     return tuple(out)
 
 

@@ -72,7 +72,10 @@ def render_html(plan: Plan) -> str:
             ["nodes", e(", ".join(pool.nodes))],
             ["device plugin", e(", ".join(f"{k}: {v}" for k, v in sorted(pool.device_plugin.items())) or "-")],
             ["DRA devices", e(", ".join(f"{k}: {v}" for k, v in sorted(pool.dra.items())) or "-")],
-            ["sharing", e("; ".join(f"{s.advertised} {s.strategy} x{s.replicas}" for s in pool.sharing) or "none")],
+            [
+                "sharing",
+                e("; ".join(f"{s.advertised} {s.strategy} x{s.replicas}: {s.dra}" for s in pool.sharing) or "none"),
+            ],
             ["served both ways", e(", ".join(pool.both) or "none")],
             ["workloads", e(", ".join(f"{w.kind} {w.namespace}/{w.name}: {w.path}" for w in workloads) or "none")],
         ]

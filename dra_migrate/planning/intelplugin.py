@@ -64,6 +64,6 @@ def intel_node_sharing(shares: list[IntelShare], node: dict[str, Any]) -> tuple[
     for share in shares:
         if all(labels.get(k) == v for k, v in share.node_selector.items()):
             return tuple(
-                Sharing("shared-dev-num", share.replicas, name, False) for name in NAMES if name in allocatable
+                Sharing("shared-dev-num", share.replicas, name, False, name) for name in NAMES if name in allocatable
             )
     return ()

@@ -14,6 +14,10 @@ class SharedResource:
     strategy: str  # time-slicing, mps
     replicas: int
     nodes: list[str]
+    # where the DRA driver hands the shares out too (consumable shares): the capacity a claim takes one of;
+    # else None, and `dra` says why no claim means a share
+    dra_capacity: str | None = None
+    dra: str = ""
 
 
 @dataclass
@@ -26,6 +30,7 @@ class Pool:
     dra: dict[str, int] = field(default_factory=dict)  # devices per driver in the nodes' ResourceSlices
     sharing: list[SharedResource] = field(default_factory=list)
     gpus: dict[str, int] = field(default_factory=dict)  # physical devices by stack, for the chart
+    label: dict[str, str] = field(default_factory=dict)  # the node label that names the pool
 
 
 @dataclass

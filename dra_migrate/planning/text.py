@@ -28,6 +28,7 @@ def render_text(plan: Plan) -> str:
                 f"    shares {share.advertised}: {share.strategy}, {share.replicas} replicas, "
                 f"on {len(share.nodes)} node(s)"
             )
+            lines.append(f"      in DRA: {share.dra}")
         if pool.both:
             lines.append(f"    served both ways: {', '.join(pool.both)}")
     lines.append("")

@@ -7,8 +7,10 @@ from typing import Any
 
 import yaml
 
-from dra_migrate.engine import Config, DeviceRequestSpec, build_device_class, convert
+from dra_migrate.engine import Config, DeviceRequestSpec, SharedDevices, build_device_class, convert
+from dra_migrate.planning.build import moves_with_shares
 from dra_migrate.planning.model import Plan
+from dra_migrate.planning.nvidiadra import driver_values, driver_values_file
 
 DEVICE_CLASSES = "deviceclasses.yaml"
 QUOTAS = "quotas.yaml"
@@ -54,7 +56,7 @@ def _for_repository(obj: dict[str, Any]) -> dict[str, Any]:
     return {**{k: v for k, v in obj.items() if k != "status"}, "metadata": metadata}
 
 
-def manifests(plan: Plan, config: Config, shared: dict[str, tuple[str, list[dict[str, str]]]]) -> dict[str, str]:
+def manifests(plan: Plan, config: Config, shared: dict[str, SharedDevices]) -> dict[str, str]:
     files: dict[str, str] = {}
     classes = device_classes(plan, config)
     if classes:
@@ -66,10 +68,20 @@ def manifests(plan: Plan, config: Config, shared: dict[str, tuple[str, list[dict
         files[KUEUE] = _dump_all(
             [plan.kueue], "merge into Kueue's Configuration (kueue-manager-config), then restart Kueue"
         )
+    for pool in plan.pools:
+        if pool.sharing and moves_with_shares(pool):
+            replicas = pool.sharing[0].replicas
+            files[driver_values_file(pool.name)] = _dump_all(
+                [driver_values(replicas, pool.label)],
+                f"Helm values for the NVIDIA DRA driver (dra-driver-nvidia-gpu 0.5+) on pool {pool.name}: its "
+                f"kubelet plugin hands out each GPU as {replicas} shares, as the device plugin's "
+                f"{pool.sharing[0].strategy} does"
+                + ("" if pool.label else "; put the pool's nodes in kubeletPlugin.nodeSelector"),
+            )
     webhook: dict[str, Any] = {"targetVersion": plan.target}
     if shared:
         # the webhook sees no node labels at admission: a shared name is kept for every pod
-        webhook["mappings"] = [{"resource": n, "unconvertible": why} for n, (why, _) in sorted(shared.items())]
+        webhook["mappings"] = [{"resource": n, "unconvertible": s.reason} for n, s in sorted(shared.items())]
     header = (
         "dra-migrate configuration for this cluster (serve --config); names shared by the device plugin are kept "
         "for every pod: convert the manifests of pods that select other nodes with `dra-migrate convert --cluster`"

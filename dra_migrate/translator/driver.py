@@ -82,7 +82,7 @@ class Run:
         if cluster is not None:  # its DeviceClasses decide KEP-5004; the names it shares are never claimed
             from dra_migrate.planning.build import cluster_config
 
-            config = cluster_config(cluster, config)
+            config = cluster_config(cluster, config, args.consumable_shares)
         if args.strategy:
             config = with_strategy(config, args.strategy)
         # limits.MAX_DEPTH levels of nesting through recursive walks (Python 3.11 frames are cheap)

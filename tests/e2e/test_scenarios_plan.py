@@ -23,11 +23,11 @@ from typing import Any
 
 import pytest
 import yaml
-from gpu_cluster import POOL, cluster_objects, nodes
+from gpu_cluster import DRIVER, POOL, cluster_objects, nodes
 
 from dra_migrate.engine import Target
 
-from .cluster_fixtures import RESOURCE_API, Kube, allocation_results, wait_for
+from .cluster_fixtures import RESOURCE_API, Kube, allocation_results, pod_condition, wait_for
 from .controlplane import ControlPlane
 
 NAMESPACES = ("ml", "nvidia")
@@ -170,6 +170,87 @@ def test_the_plan_of_a_live_cluster(
                 ),
                 what="the pod's extended-resource claim",
             )
+
+
+def _shares_slice(node: str, shares: int) -> dict[str, Any]:
+    """What the NVIDIA DRA driver publishes with consumable shares (its consumable_shares.go): a device
+    that several claims can hold, with a capacity `shares` of which a claim takes 1 unless it asks more."""
+    quantity = str(shares)
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"{node}-shares"},
+        "spec": {
+            "driver": DRIVER,
+            "nodeName": node,
+            "pool": {"name": f"{node}-shares", "generation": 1, "resourceSliceCount": 1},
+            "devices": [
+                {
+                    "name": "gpu-0",
+                    "allowMultipleAllocations": True,
+                    "capacity": {
+                        "shares": {
+                            "value": quantity,
+                            "requestPolicy": {
+                                "default": "1",
+                                "validRange": {"min": "1", "max": quantity, "step": "1"},
+                            },
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+def test_a_time_sliced_pool_moves_as_shares_of_each_gpu(
+    control_plane: ControlPlane,
+    kube: Kube,
+    kubeconfig_path: Path,
+    target: Target,
+    gpu_cluster: list[dict[str, Any]],
+    tmp_path: Path,
+) -> None:
+    """With --consumable-shares the plan moves the time-sliced pool with the driver's settings, and the
+    converted workload that runs there asks for one share: on a GPU published as 4 shares the scheduler
+    places 4 of its pods and leaves the 5th pending, as the device plugin's 4 replicas did."""
+    _, plan = _plan(kubeconfig_path, "--consumable-shares", "--write", str(tmp_path / "out"))
+    mine = _mine(plan)
+    notebook = next(o for o in gpu_cluster if o["kind"] == "Deployment" and o["metadata"]["name"] == "notebook")
+    manifest = tmp_path / "notebook.yaml"
+    manifest.write_text(yaml.safe_dump(_renamed(notebook, "notebook-shares")))
+    converted = _dra_migrate("convert", "--kubeconfig", str(kubeconfig_path), "--consumable-shares", str(manifest))
+    if not target.feature_enabled("DRAConsumableCapacity"):
+        assert mine["workloads"]["notebook"]["path"] == "blocked"
+        assert "DRAConsumableCapacity" in mine["pools"]["shared"]["sharing"][0]["dra"]
+        assert converted.returncode == 2 and "DRAConsumableCapacity" in converted.stderr
+        return
+    assert mine["workloads"]["notebook"]["path"] == "claims"
+    assert mine["workloads"]["anywhere"]["path"] == "blocked"
+    assert (tmp_path / "out" / "dra-driver-values-shared.yaml").exists()
+    assert converted.returncode == 0, converted.stderr
+    documents = [d for d in yaml.safe_load_all(converted.stdout) if d]
+    deployment = next(d for d in documents if d["kind"] == "Deployment")
+    deployment["spec"]["replicas"] = 5
+    shares = _shares_slice("shared-0", 4)
+    kube.create(shares)
+    try:
+        with _created(kube, documents, "notebook-shares"):
+
+            def placed() -> list[dict[str, Any]] | None:
+                pods = kube.list("v1", "Pod", "ml", label_selector="app=notebook-shares")
+                bound = [p for p in pods if p["spec"].get("nodeName")]
+                waiting = [p for p in pods if pod_condition(p, "PodScheduled") and not p["spec"].get("nodeName")]
+                return bound if len(bound) == 4 and len(waiting) == 1 else None
+
+            bound = wait_for(placed, what="4 pods of notebook-shares bound and 1 unschedulable", timeout=120)
+            assert {p["spec"]["nodeName"] for p in bound} == {"shared-0"}
+            results = [r for pod in bound for c in _claims_of(kube, pod) for r in allocation_results(c)]
+            assert len(results) == 4
+            assert {(r["pool"], r["device"]) for r in results} == {("shared-0-shares", "gpu-0")}
+            assert [r.get("consumedCapacity") for r in results] == [{"shares": "1"}] * 4
+    finally:
+        kube.delete("resource.k8s.io/v1", "ResourceSlice", shares["metadata"]["name"])
 
 
 def _renamed(deployment: dict[str, Any], name: str) -> dict[str, Any]:

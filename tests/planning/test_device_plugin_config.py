@@ -27,20 +27,20 @@ def _sharing(section: str, extra: str = "", resource: str = "") -> str:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        (_sharing("timeSlicing"), Sharing("time-slicing", 4, "nvidia.com/gpu", False)),
+        (_sharing("timeSlicing"), Sharing("time-slicing", 4, "nvidia.com/gpu", False, "nvidia.com/gpu")),
         (
             _sharing("timeSlicing", "    renameByDefault: true\n"),
-            Sharing("time-slicing", 4, "nvidia.com/gpu.shared", False),
+            Sharing("time-slicing", 4, "nvidia.com/gpu.shared", False, "nvidia.com/gpu"),
         ),
         (
             _sharing("timeSlicing", "", "      rename: nvidia.com/gpu-quarter\n"),
-            Sharing("time-slicing", 4, "nvidia.com/gpu-quarter", False),
+            Sharing("time-slicing", 4, "nvidia.com/gpu-quarter", False, "nvidia.com/gpu"),
         ),
         (
             _sharing("timeSlicing", "    failRequestsGreaterThanOne: true\n"),
-            Sharing("time-slicing", 4, "nvidia.com/gpu", True),
+            Sharing("time-slicing", 4, "nvidia.com/gpu", True, "nvidia.com/gpu"),
         ),
-        (_sharing("mps"), Sharing("mps", 4, "nvidia.com/gpu", True)),
+        (_sharing("mps"), Sharing("mps", 4, "nvidia.com/gpu", True, "nvidia.com/gpu")),
     ],
     ids=["time-slicing", "rename-by-default", "rename", "fail-more-than-one", "mps"],
 )
@@ -123,5 +123,5 @@ def test_without_a_default_the_key_named_default_then_the_only_key() -> None:
 
 def test_without_the_config_the_feature_discovery_labels_tell() -> None:
     labels = {"nvidia.com/gpu.replicas": "4", "nvidia.com/gpu.sharing-strategy": "mps", "nvidia.com/gpu.count": "2"}
-    assert labelled_sharing(_node("a", labels)) == (Sharing("mps", 4, "nvidia.com/gpu", True),)
+    assert labelled_sharing(_node("a", labels)) == (Sharing("mps", 4, "nvidia.com/gpu", True, "nvidia.com/gpu"),)
     assert node_sharing([], _node("b", {"nvidia.com/gpu.replicas": "1"})) == ()

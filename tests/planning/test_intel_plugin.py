@@ -56,7 +56,9 @@ def _state(*objects: dict[str, Any]) -> ClusterState:
 def test_the_flag_in_its_forms(args: list[str], replicas: int | None) -> None:
     node = _node("gpu-0", NODE_LABEL, {"gpu.intel.com/i915": "8"})
     shares = intel_shares(_state(_plugin(args)))
-    expected = (Sharing("shared-dev-num", replicas, "gpu.intel.com/i915", False),) if replicas else ()
+    expected = (
+        (Sharing("shared-dev-num", replicas, "gpu.intel.com/i915", False, "gpu.intel.com/i915"),) if replicas else ()
+    )
     assert intel_node_sharing(shares, node) == expected
     assert intel_node_sharing(shares, _node("cpu-0", {}, {"gpu.intel.com/i915": "8"})) == ()  # not its node
 
@@ -70,7 +72,7 @@ def test_the_operators_custom_resource() -> None:
     }
     node = _node("gpu-0", NODE_LABEL, {"gpu.intel.com/xe": "2"})
     assert intel_node_sharing(intel_shares(_state(operator)), node) == (
-        Sharing("shared-dev-num", 2, "gpu.intel.com/xe", False),
+        Sharing("shared-dev-num", 2, "gpu.intel.com/xe", False, "gpu.intel.com/xe"),
     )
 
 
@@ -94,7 +96,14 @@ def test_a_shared_intel_gpu_is_never_an_exclusive_claim(capsys: pytest.CaptureFi
     plan = json.loads(capsys.readouterr().out)
     (pool,) = plan["pools"]
     assert pool["sharing"] == [
-        {"advertised": "gpu.intel.com/i915", "strategy": "shared-dev-num", "replicas": 4, "nodes": ["gpu-0"]}
+        {
+            "advertised": "gpu.intel.com/i915",
+            "strategy": "shared-dev-num",
+            "replicas": 4,
+            "nodes": ["gpu-0"],
+            "dra_capacity": None,
+            "dra": "no DRA driver setting known to dra-migrate hands out shares of these devices",
+        }
     ]
     assert pool["gpus"] == {"device-plugin": 1}
     manifest = tmp_path / "pod.yaml"

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
-from gpu_cluster import POOL, snapshot_objects
+from gpu_cluster import POOL, cluster_objects, snapshot_objects
 
 from dra_migrate.cli import main
 from dra_migrate.cluster.snapshot import write_snapshot
@@ -54,9 +54,15 @@ def test_the_plan_names_the_over_admitted_node_the_shared_pool_and_every_workloa
         "whole": "device-plugin",
     }
     assert pools["mixed"]["both"] == ["both-0"]
-    assert pools["shared"]["sharing"] == [
-        {"advertised": "nvidia.com/gpu", "strategy": "time-slicing", "replicas": 4, "nodes": ["shared-0", "shared-1"]}
-    ]
+    (sharing,) = pools["shared"]["sharing"]
+    assert {k: sharing[k] for k in ("advertised", "strategy", "replicas", "nodes", "dra_capacity")} == {
+        "advertised": "nvidia.com/gpu",
+        "strategy": "time-slicing",
+        "replicas": 4,
+        "nodes": ["shared-0", "shared-1"],
+        "dra_capacity": None,  # unless the DRA driver will hand out shares (--consumable-shares)
+    }
+    assert "--consumable-shares" in sharing["dra"]
     assert pools["shared"]["gpus"] == {"device-plugin": 4}  # 16 advertised shares of 4 GPUs
     assert pools["whole"]["device_plugin"] == {"nvidia.com/gpu": 8, "nvidia.com/mig-1g.10gb": 2}
     assert pools["dra"]["dra"] == {"gpu.nvidia.com": 8}
@@ -77,6 +83,44 @@ def test_the_plan_names_the_over_admitted_node_the_shared_pool_and_every_workloa
     assert steps[0][0] == "mixed" and "both-0" in steps[0][1]
     assert any(pool == "shared" and action.startswith("keep this pool on the device plugin") for pool, action in steps)
     assert not any(pool == "dra" for pool, _ in steps)
+
+
+def test_with_consumable_shares_a_time_sliced_pool_moves_and_its_shares_become_claims_for_one(
+    capsys: pytest.CaptureFixture[str], snapshot: Path, tmp_path: Path
+) -> None:
+    """Where the NVIDIA DRA driver hands out each GPU as `replicas` shares (Kubernetes 1.36+), the pool moves
+    like the others with the driver's settings written out, and a workload that can land only there gets a
+    claim for one share; one that can also land on whole-GPU nodes stays blocked."""
+    code, plan, _ = _plan(capsys, snapshot, "--consumable-shares", "--write", str(tmp_path / "out"))
+    assert code == 2  # still the node served both ways
+    (sharing,) = next(p for p in plan["pools"] if p["name"] == "shared")["sharing"]
+    assert sharing["dra_capacity"] == "shares" and "4 shares" in sharing["dra"]
+    paths = {w["name"]: w["path"] for w in plan["workloads"]}
+    assert paths["notebook"] == "claims" and paths["anywhere"] == "blocked"
+    anywhere = next(w for w in plan["workloads"] if w["name"] == "anywhere")
+    assert "select one kind" in anywhere["reasons"][0]
+    shared_steps = [s["action"] for s in plan["steps"] if s["pool"] == "shared"]
+    assert not any(a.startswith("keep this pool") for a in shared_steps)
+    assert any("dra-driver-values-shared.yaml" in a and 'consumableShares: "4"' in a for a in shared_steps)
+    values = yaml.safe_load((tmp_path / "out" / "dra-driver-values-shared.yaml").read_text())
+    assert values == {
+        "featureGates": {"ConsumableShares": True},
+        "consumableShares": "4",
+        "kubeletPlugin": {"nodeSelector": {POOL: "shared"}},
+    }
+
+    manifest = tmp_path / "notebook.yaml"
+    notebook = next(o for o in cluster_objects() if o["metadata"]["name"] == "notebook")
+    manifest.write_text(yaml.safe_dump(notebook))
+    code, out, err = _run(capsys, "convert", "--cluster", str(snapshot), "--consumable-shares", str(manifest))
+    assert code == 0, err
+    (template,) = [d for d in yaml.safe_load_all(out) if d and d["kind"] == "ResourceClaimTemplate"]
+    (request,) = template["spec"]["spec"]["devices"]["requests"]
+    assert request["exactly"]["capacity"] == {"requests": {"shares": "1"}}
+    code, _, err = _run(
+        capsys, "convert", "--cluster", str(snapshot), "--consumable-shares", "--target-version", "1.35", str(manifest)
+    )
+    assert code == 2 and "DRAConsumableCapacity" in err  # alpha, off by default in 1.35
 
 
 def test_text_and_html_reports(capsys: pytest.CaptureFixture[str], snapshot: Path, tmp_path: Path) -> None:
