@@ -24,6 +24,7 @@ KINDS: tuple[tuple[str, str, str, bool], ...] = (
     ("MutatingWebhookConfiguration", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", False),
     ("ClusterPolicy", "nvidia.com", "clusterpolicies", False),
     ("GpuDevicePlugin", "deviceplugin.intel.com", "gpudeviceplugins", False),
+    ("DeviceConfig", "amd.com", "deviceconfigs", True),
     ("ClusterQueue", "kueue.x-k8s.io", "clusterqueues", False),
     ("ResourceFlavor", "kueue.x-k8s.io", "resourceflavors", False),
 )

@@ -23,6 +23,7 @@ from dra_migrate.engine import (
     with_served_classes,
     with_shared_devices,
 )
+from dra_migrate.planning.amdplugin import amd_plugins, partition_names
 from dra_migrate.planning.deviceplugin import PluginSource, Sharing, node_sharing, plugin_sources
 from dra_migrate.planning.intelplugin import IntelShare, intel_node_sharing, intel_shares
 from dra_migrate.planning.model import ClassMapping, Plan, Pool, Quota, SharedResource, Step, Workload
@@ -350,6 +351,22 @@ def _kueue(state: ClusterState, config: Config) -> dict[str, Any] | None:
     return {"resources": {"deviceClassMappings": mappings}}
 
 
+def _amd_partition_warnings(state: ClusterState, config: Config) -> list[str]:
+    """Per-partition-type names of the AMD plugin's mixed naming that no mapping converts."""
+    plugins = amd_plugins(state)
+    nodes: dict[str, list[str]] = defaultdict(list)
+    for node in state.of("Node"):
+        for name in partition_names(plugins, node):
+            if config.mappings.resolve(name) is None:
+                nodes[name].append(name_of(node))
+    return [
+        f"{name} on {', '.join(sorted(found))}: the AMD device plugin's mixed naming advertises one name per "
+        "partition type, and no mapping converts it; map it to the AMD DRA driver's partition devices (config "
+        "file, mappings) or its workloads stay on the device plugin"
+        for name, found in sorted(nodes.items())
+    ]
+
+
 def moves_with_shares(pool: Pool) -> bool:
     """Whether the DRA driver can hand out what the pool's device plugin shares: one number of shares."""
     return all(s.dra_capacity for s in pool.sharing) and len({s.replicas for s in pool.sharing}) == 1
@@ -450,6 +467,7 @@ def build_plan(
     served = {c.extended_resource_name for c in classes}
     unmapped = sorted({n for w in workloads for n in w.requests if w.path == "claims" and n not in served})
     warnings = [problem for source in plugin_sources(state) for problem in source.problems]
+    warnings += _amd_partition_warnings(state, config)
     warnings += [f"{n} is served by {', '.join(c)}: the scheduler picks {c[0]}" for n, c in sorted(conflicts.items())]
     kueue = _kueue(state, base)
     webhooks = sorted(

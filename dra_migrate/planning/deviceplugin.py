@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 import yaml
 
 from dra_migrate.cluster.state import ClusterState, labels_of, name_of, namespace_of
+from dra_migrate.planning.amdplugin import is_amd_plugin
 
 CONFIG_LABEL = "nvidia.com/device-plugin.config"
 NAMED_FALLBACK = "default"
@@ -95,7 +96,7 @@ def _env(container: Mapping[str, Any]) -> dict[str, str]:
 def _is_plugin(daemon_set: Mapping[str, Any]) -> bool:
     spec = ((daemon_set.get("spec") or {}).get("template") or {}).get("spec") or {}
     return any(
-        any(marker in str(c.get("image") or "") for marker in _IMAGES)
+        any(marker in str(c.get("image") or "") for marker in _IMAGES) and not is_amd_plugin(str(c.get("image")))
         for c in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]
         if isinstance(c, dict)
     )
