@@ -12,7 +12,7 @@ _STYLE = (
     "th,td{border:1px solid #bbb;padding:.3em .6em;text-align:left;vertical-align:top}th{background:#eee}"
     ".error{color:#b00}.warning{color:#a60}.blocked{color:#b00}.claims{color:#06a}.kep-5004{color:#070}"
 )
-_COLOURS = {"device-plugin": "#d98c1f", "dra": "#2f7ed8"}
+STACK_COLOURS = {"device-plugin": "#d98c1f", "dra": "#2f7ed8"}
 
 
 def _chart(pools: list[Pool]) -> str:
@@ -29,19 +29,21 @@ def _chart(pools: list[Pool]) -> str:
         plugin_width, dra_width = width * plugin / largest, width * dra / largest
         parts.append(f'<text x="0" y="{y + 13}" font-size="12">{escape(name)}</text>')
         parts.append(
-            f'<rect x="{label}" y="{y}" width="{plugin_width:.1f}" height="{bar}" fill="{_COLOURS["device-plugin"]}"/>'
+            f'<rect x="{label}" y="{y}" width="{plugin_width:.1f}" height="{bar}" '
+            f'fill="{STACK_COLOURS["device-plugin"]}"/>'
         )
         parts.append(
             f'<rect x="{label + plugin_width:.1f}" y="{y}" width="{dra_width:.1f}" height="{bar}" '
-            f'fill="{_COLOURS["dra"]}"/>'
+            f'fill="{STACK_COLOURS["dra"]}"/>'
         )
         parts.append(
             f'<text x="{label + plugin_width + dra_width + 6:.1f}" y="{y + 13}" font-size="12">{plugin} / {dra}</text>'
         )
     legend_y = len(rows) * (bar + gap) + 14
-    parts.append(f'<rect x="{label}" y="{legend_y - 10}" width="10" height="10" fill="{_COLOURS["device-plugin"]}"/>')
+    key = '<rect x="{x}" y="{y}" width="10" height="10" fill="{fill}"/>'
+    parts.append(key.format(x=label, y=legend_y - 10, fill=STACK_COLOURS["device-plugin"]))
     parts.append(f'<text x="{label + 14}" y="{legend_y}" font-size="12">device plugin</text>')
-    parts.append(f'<rect x="{label + 120}" y="{legend_y - 10}" width="10" height="10" fill="{_COLOURS["dra"]}"/>')
+    parts.append(key.format(x=label + 120, y=legend_y - 10, fill=STACK_COLOURS["dra"]))
     parts.append(f'<text x="{label + 134}" y="{legend_y}" font-size="12">DRA</text>')
     parts.append("</svg>")
     return "".join(parts)
