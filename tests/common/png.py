@@ -38,11 +38,11 @@ def colour_counts(path: Path) -> Counter[tuple[int, int, int]]:
     previous, counts = bytearray(stride), Counter[tuple[int, int, int]]()
     for row in range(height):
         start = row * (stride + 1)
-        kind, line = raw[start], bytearray(raw[start + 1 : start + 1 + stride])
+        row_filter, line = raw[start], bytearray(raw[start + 1 : start + 1 + stride])
         for i in range(stride):
             left = line[i - bpp] if i >= bpp else 0
             corner = previous[i - bpp] if i >= bpp else 0
-            predictor = (0, left, previous[i], (left + previous[i]) // 2, _paeth(left, previous[i], corner))[kind]
+            predictor = (0, left, previous[i], (left + previous[i]) // 2, _paeth(left, previous[i], corner))[row_filter]
             line[i] = (line[i] + predictor) & 0xFF
         counts.update(zip(line[0::bpp], line[1::bpp], line[2::bpp], strict=True))
         previous = line
