@@ -29,6 +29,8 @@ from dra_migrate.engine.workloads import BUILTIN_WORKLOADS, WorkloadKind, Worklo
 _DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 _DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 
+_NODE_LABELS: dict[str, Any] = {"type": "object", "additionalProperties": {"type": "string"}}
+
 _MAPPING_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
@@ -85,6 +87,22 @@ CONFIG_SCHEMA: dict[str, Any] = {
                     "name": {"type": "string", "pattern": _DNS_SUBDOMAIN, "maxLength": 253},
                     "extendedResourceName": {"type": "string", "minLength": 1},
                     "selectors": {"type": "array", "items": {"type": "string", "minLength": 1}},
+                },
+            },
+        },
+        "sharedDevices": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["resource", "reason", "sharingNodes"],
+                "properties": {
+                    "resource": {"type": "string", "minLength": 1},
+                    "reason": {"type": "string", "minLength": 1},
+                    "sharingNodes": {"type": "array", "items": _NODE_LABELS},
+                    "otherNodes": {"type": "array", "items": _NODE_LABELS},
+                    "shareCapacity": {"type": "string", "pattern": _DNS_LABEL, "maxLength": 63},
+                    "wholeResource": {"type": "string", "minLength": 1},
                 },
             },
         },
@@ -246,7 +264,7 @@ def parse_config(
         raw["extendedResourceName"]: ServingClass(raw["name"], tuple(raw.get("selectors", ())))
         for raw in data.get("clusterDeviceClasses", ())
     }
-    return Config(
+    config = Config(
         target=target,
         mappings=mappings,
         node_name=NodeNamePolicy(mode=node.get("mode", "nodeSelector"), scope=node.get("scope", "claims")),
@@ -255,6 +273,17 @@ def parse_config(
         served=served,
         resource_tolerations=bool(data.get("resourceTolerations", True)),
     )
+    shared = {
+        raw["resource"]: SharedDevices(
+            raw["reason"],
+            raw["sharingNodes"],
+            raw.get("otherNodes", ()),
+            raw.get("shareCapacity"),
+            raw.get("wholeResource"),
+        )
+        for raw in data.get("sharedDevices", ())
+    }
+    return with_shared_devices(config, shared)
 
 
 def with_served_classes(config: Config, served: Mapping[str, ServingClass]) -> Config:

@@ -437,8 +437,8 @@ def _steps(pools: list[Pool], workloads: list[Workload], has_kueue: bool) -> lis
                 f"switch the webhook from audit to enforce (plan --write: webhook-config.yaml); {len(moving)} "
                 "workload(s) move"
                 + (
-                    "; the webhook keeps shared names for every pod (it sees no node labels at admission): apply "
-                    "this pool's workloads as `dra-migrate convert --cluster --consumable-shares` converts them"
+                    "; the webhook decides the shared names from webhook-config.yaml's sharedDevices (a pod's "
+                    "nodeSelector against the pools' labels), as `convert --cluster --consumable-shares` does"
                     if pool.sharing
                     else ""
                 ),

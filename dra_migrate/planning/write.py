@@ -3,6 +3,7 @@ can hold (file name -> text). Pure: the command writes them."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import yaml
@@ -56,6 +57,27 @@ def _for_repository(obj: dict[str, Any]) -> dict[str, Any]:
     return {**{k: v for k, v in obj.items() if k != "status"}, "metadata": metadata}
 
 
+def shared_entry(name: str, devices: SharedDevices) -> dict[str, Any]:
+    """A `sharedDevices` entry of the configuration file."""
+    entry: dict[str, Any] = {
+        "resource": name,
+        "reason": devices.reason,
+        "sharingNodes": _unique_label_sets(devices.nodes),
+    }
+    if devices.others:
+        entry["otherNodes"] = _unique_label_sets(devices.others)
+    if devices.share_capacity:
+        entry["shareCapacity"] = devices.share_capacity
+    if devices.whole_name:
+        entry["wholeResource"] = devices.whole_name
+    return entry
+
+
+def _unique_label_sets(nodes: Sequence[Mapping[str, str]]) -> list[dict[str, str]]:
+    unique = {tuple(sorted((str(k), str(v)) for k, v in labels.items())) for labels in nodes}
+    return [dict(labels) for labels in sorted(unique)]
+
+
 def manifests(plan: Plan, config: Config, shared: dict[str, SharedDevices]) -> dict[str, str]:
     files: dict[str, str] = {}
     classes = device_classes(plan, config)
@@ -80,11 +102,13 @@ def manifests(plan: Plan, config: Config, shared: dict[str, SharedDevices]) -> d
             )
     webhook: dict[str, Any] = {"targetVersion": plan.target}
     if shared:
-        # the webhook sees no node labels at admission: a shared name is kept for every pod
-        webhook["mappings"] = [{"resource": n, "unconvertible": s.reason} for n, s in sorted(shared.items())]
+        # the webhook reads no nodes: it decides from a pod's nodeSelector against these label sets,
+        # as `convert --cluster` does; re-run plan --write when the pools change
+        webhook["sharedDevices"] = [shared_entry(name, devices) for name, devices in sorted(shared.items())]
     header = (
-        "dra-migrate configuration for this cluster (serve --config); names shared by the device plugin are kept "
-        "for every pod: convert the manifests of pods that select other nodes with `dra-migrate convert --cluster`"
+        "dra-migrate configuration for this cluster (serve --config, convert --config): the names the device "
+        "plugin shares, on which nodes, and how a pod that selects them converts; re-run `plan --write` when "
+        "node pools or the device plugin's configuration change"
     )
     files[WEBHOOK] = _dump_all([webhook], header)
     return files

@@ -180,9 +180,9 @@ def test_write_gives_device_classes_quotas_and_a_webhook_configuration(
     assert "gpu.nvidia.com.deviceclass.resource.k8s.io/devices" in quota["spec"]["hard"]
     settings = load_settings(str(out / "webhook-config.yaml"))  # a valid configuration for `serve --config`
     assert str(settings.config.target) == "1.36"
-    assert [m["resource"] for m in yaml.safe_load((out / "webhook-config.yaml").read_text())["mappings"]] == [
-        "nvidia.com/gpu"
-    ]
+    written = yaml.safe_load((out / "webhook-config.yaml").read_text())
+    assert [e["resource"] for e in written["sharedDevices"]] == ["nvidia.com/gpu"]
+    assert settings.config.mappings.resolve("nvidia.com/gpu").shared is not None  # type: ignore[union-attr]
 
 
 def test_a_snapshot_that_cannot_be_read_is_an_error_naming_the_file(
