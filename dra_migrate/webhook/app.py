@@ -160,6 +160,13 @@ def _read_review(environ: Environ) -> AdmissionRequest:
 _OVERLOADED = _json_bytes(
     _status_body(429, "dra-migrate is overloaded and did not review this pod; retry (the pod's controller does)")
 )
+# What a worker answers, without running the app, to a review it refuses under overload (webhook/shedding.py):
+# an error status without Retry-After, so that kube-apiserver applies the failurePolicy at once.
+OVERLOADED_RESPONSE = (
+    b"HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\n"
+    + f"Content-Length: {len(_OVERLOADED)}\r\n\r\n".encode()
+    + _OVERLOADED
+)
 
 
 def _client_certificate_missing(environ: Environ) -> RequestProblemError | None:
@@ -197,10 +204,6 @@ class ReviewEndpoints:
     def mutate(self, environ: Environ) -> Answer:
         started = time.perf_counter()
         arrived = time.monotonic()
-        if deadline.behind() > deadline.SHED_BEHIND_SECONDS:  # decided before the body is parsed
-            _discard_body(environ, MAX_BODY_BYTES)
-            metrics.record_review(metrics.SHED_OUTCOME, time.perf_counter() - started)
-            return 429, _OVERLOADED, []
         try:
             admission = self._read(environ)
         except RequestProblemError as problem:
@@ -231,9 +234,6 @@ class _PostRoutes:
         handler = self._routes.get(environ.get("PATH_INFO", "")) if environ.get("REQUEST_METHOD") == "POST" else None
         if handler is None:
             return self._inner(environ, start_response)
-        # Requests pipelined on one connection run back to back in its greenlet: let the others (and
-        # the lag monitor that sheds load) run between them. time.sleep is gevent's once patched.
-        time.sleep(0)
         try:
             status, body, extra = handler(environ)
         except Exception as exc:

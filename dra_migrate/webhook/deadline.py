@@ -39,21 +39,3 @@ def remaining(clock: Callable[[], float] = time.monotonic) -> float | None:
     """Seconds left for the current review; None outside a review."""
     deadline = _DEADLINE.get()
     return None if deadline is None else deadline - clock()
-
-
-# How far behind the current worker process runs: the last delay of a short periodic sleep
-# (webhook/worker.py measures it), about how long a request waited for its turn before the
-# app saw it. Past the review deadline, kube-apiserver has given up on such a request: it is
-# refused at once (an HTTP 429) instead of converted, and the CPU goes to reviews that can
-# still be answered in time, so a burst beyond capacity does not make every review late.
-SHED_BEHIND_SECONDS = REVIEW_SECONDS - MARGIN_SECONDS
-_behind = 0.0
-
-
-def set_behind(seconds: float) -> None:
-    global _behind
-    _behind = max(0.0, seconds)
-
-
-def behind() -> float:
-    return _behind

@@ -15,8 +15,9 @@ gunicorn writes a response's header block and its body separately: two TLS recor
 encryptions and two system calls for every review. The header block is held back here and
 leaves with the body in one write.
 
-A greenlet sleeps 50 ms over and over and reports how late it wakes up: how far behind the
-process runs (webhook/deadline.py refuses reviews that start after their deadline).
+Each request, once read, waits for its turn behind the requests read before it (requests pipelined
+on one connection included), and that wait decides whether a review is served or refused at once
+(webhook/shedding.py); a refused one is answered here, without the app.
 """
 
 from __future__ import annotations
@@ -34,9 +35,12 @@ from gunicorn.workers.base_async import AsyncWorker
 from gunicorn.workers.ggevent import GeventWorker
 
 from dra_migrate.certs.reload import GunicornSSLContextHook
-from dra_migrate.webhook import deadline
+from dra_migrate.webhook import metrics
+from dra_migrate.webhook.app import OVERLOADED_RESPONSE
+from dra_migrate.webhook.shedding import QueueDelayShedder
 
-LAG_TICK_SECONDS = 0.05
+# The requests refused under overload: reviews (the no-op route answers allowed and costs as little)
+SHEDDABLE = frozenset({("POST", "/mutate")})
 # A client that has not finished its handshake by then is not kube-apiserver (Go's own
 # client gives up after 10 s, and its handshakes take milliseconds).
 HANDSHAKE_TIMEOUT_SECONDS = 5.0
@@ -99,10 +103,11 @@ class HeadersWithBody:
 class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no type hints
     # Connections waiting for their next request (kept alive between reviews).
     _idle: set[Any]
+    _shedder: QueueDelayShedder
 
     def run(self) -> None:
         self._idle = set()
-        gevent.spawn(self._measure_lag)
+        self._shedder = QueueDelayShedder()
         gevent.spawn(self._close_idle_when_stopping)
         super().run()
 
@@ -116,12 +121,6 @@ class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no ty
         for sock in list(self._idle):
             with suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
-
-    def _measure_lag(self) -> None:
-        while self.alive:
-            started = time.monotonic()
-            gevent.sleep(LAG_TICK_SECONDS)
-            deadline.set_behind(time.monotonic() - started - LAG_TICK_SECONDS)
 
     def handle(self, listener: Any, client: Any, addr: Any) -> None:
         try:
@@ -143,6 +142,10 @@ class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no ty
 
     def handle_request(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> Any:
         self._idle.discard(sock)
+        read = time.monotonic()
+        gevent.sleep(0)  # its turn comes after the requests read before it: the wait is the queue ahead
+        if (req.method, req.path) in SHEDDABLE and self.alive and self._shedder.refuse(time.monotonic() - read):
+            return self._refuse(sock, read)
         out = HeadersWithBody(sock)
         try:
             return super().handle_request(listener_name, req, out, addr)
@@ -151,3 +154,12 @@ class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no ty
                 out.flush()
             if self.alive:
                 self._idle.add(sock)
+
+    def _refuse(self, sock: Any, read: float) -> bool:
+        """A 429 without running the app; the connection stays open (its parser skips the body)."""
+        try:
+            sock.sendall(OVERLOADED_RESPONSE)
+        finally:
+            metrics.record_review(metrics.SHED_OUTCOME, time.monotonic() - read)
+            self._idle.add(sock)
+        return True

@@ -22,8 +22,6 @@ from fakekube import FakeKube, FakeKubeServer
 from webhook_support import ServerProcess, StartServer, gpu_pod, make_review
 
 from dra_migrate.engine import default_config
-from dra_migrate.webhook import deadline
-from dra_migrate.webhook.app import create_app
 from dra_migrate.webhook.deadline import MARGIN_SECONDS, REVIEW_SECONDS, review_deadline
 from dra_migrate.webhook.envelope import parse_review
 from dra_migrate.webhook.resource_api import ApiResource
@@ -277,23 +275,3 @@ def test_api_budget_is_cut_to_the_time_left() -> None:
     with review_deadline(time.monotonic() - (REVIEW_SECONDS - MARGIN_SECONDS - 0.3)):
         reviewer.review(parse_review(make_review(gpu_pod())))
     assert fake.timeouts and fake.timeouts[0] <= 0.3
-
-
-def test_reviews_are_refused_at_once_while_the_process_runs_behind() -> None:
-    """Under more load than a process carries, a review answered late is a timeout for every
-    pod; refused at once (HTTP 429), it leaves the time to the reviews that can make it."""
-    fake = FakeKube()
-    client = create_app(Reviewer(default_config(), fake)).test_client()
-    review = make_review(gpu_pod())
-    deadline.set_behind(deadline.SHED_BEHIND_SECONDS + 0.5)
-    try:
-        answer = client.post("/mutate", json=review)
-    finally:
-        deadline.set_behind(0.0)
-    # an HTTP error without Retry-After: kube-apiserver applies failurePolicy at once (e2e/test_refusal_status.py)
-    assert answer.status_code == 429 and "Retry-After" not in answer.headers
-    refused = answer.get_json()
-    assert refused["kind"] == "Status" and refused["code"] == 429
-    assert "overloaded" in refused["message"] and "retry" in refused["message"]
-    assert fake.calls == []
-    assert client.post("/mutate", json=review).get_json()["response"]["patchType"] == "JSONPatch"
