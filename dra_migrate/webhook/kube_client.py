@@ -25,13 +25,18 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.config import kube_config as kube_config_module
 from kubernetes.config.config_exception import ConfigException
 
-from dra_migrate.webhook.resource_api import ApiError, ApiResource, GoneError, Page, WatchEvent, status_error
+from dra_migrate.webhook.resource_api import (
+    WATCH_SILENCE_SECONDS,
+    ApiError,
+    ApiResource,
+    GoneError,
+    Page,
+    WatchEvent,
+    status_error,
+)
 
 # Idle connections kept per worker: reviews run concurrently (gevent), and each watch holds one.
 API_CONNECTIONS = 64
-# A watch's read timeout: longer than the server's own end of the watch (timeoutSeconds) plus
-# the gap between bookmarks, so a healthy but quiet watch is never cut off by the client.
-WATCH_READ_GRACE_SECONDS = 90
 WATCH_CONNECT_TIMEOUT_SECONDS = 5
 
 
@@ -235,7 +240,10 @@ class KubeResourceApi:
             ("allowWatchBookmarks", "true"),
             ("timeoutSeconds", str(timeout_seconds)),
         ]
-        timeout = (WATCH_CONNECT_TIMEOUT_SECONDS, timeout_seconds + WATCH_READ_GRACE_SECONDS)
+        # The read timeout bounds each read of the stream, not the whole watch: a live watch gets
+        # a bookmark at least that often, a silently dead connection ends here instead of hanging
+        # until the server's own end of the watch, which will never arrive.
+        timeout = (WATCH_CONNECT_TIMEOUT_SECONDS, WATCH_SILENCE_SECONDS)
         answer = self._send(operation, "GET", resource.path(), timeout, query=query)
         raw = answer.response
         try:
@@ -250,6 +258,16 @@ class KubeResourceApi:
                         raise GoneError(operation, str(obj.get("message") or "resource version too old"))
                     raise status_error(operation, code or 500, obj)
                 yield kind, obj
+        except urllib3.exceptions.ReadTimeoutError:
+            # The idle pooled connections most likely went the same way (a restarted load balancer
+            # or NAT forgets them all): drop them, so the direct reads that stand in for this
+            # watch open new ones instead of waiting out their timeout on each dead one.
+            self._api().rest_client.pool_manager.clear()
+            raise ApiError(
+                operation,
+                "timeout",
+                f"nothing (no event, no bookmark) for {WATCH_SILENCE_SECONDS:.0f}s: the connection is taken for dead",
+            ) from None
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise _no_answer(operation, exc) from None
         finally:

@@ -149,6 +149,20 @@ class Page:
 
 WatchEvent = tuple[str, dict[str, Any]]  # (ADDED | MODIFIED | DELETED | BOOKMARK, object)
 
+# A watch is asked to end after WATCH_SECONDS, times up to WATCH_JITTER (so workers do not reconnect
+# in step), and resumed from the last resourceVersion seen.
+WATCH_SECONDS = 50
+WATCH_JITTER = 1.2
+# The longest a live watch stays silent, and so how long a silently dead connection is trusted.
+# Bookmarks do not bound it: kube-apiserver's watch cache schedules one a minute (k8s.io/apiserver
+# pkg/storage/cacher: defaultBookmarkFrequency) but drops those not newer than the watch's start
+# (cacheWatcher.process), and a quiet resource's version only moves on etcd's progress notifications,
+# every 10 minutes by default (etcd server/etcdserver/api/v3rpc: progressReportInterval). The
+# server's own end of the watch does bound it, so watches last under a minute (which also keeps
+# the periodic bookmark out: the one sent 2 s before the end moves the resourceVersion on), and the
+# margin is upstream's for the same kind of bound (DefaultEventFreshDuration: that frequency + 15 s).
+WATCH_SILENCE_SECONDS = WATCH_SECONDS * WATCH_JITTER + 15.0
+
 
 class ResourceApi(Protocol):
     """Every call takes its own timeout, so the caller can bound a whole review.
@@ -176,7 +190,11 @@ class ResourceApi(Protocol):
         ...
 
     def watch(self, resource: ApiResource, resource_version: str, timeout_seconds: int) -> Iterator[WatchEvent]:
-        """Changes after `resource_version`, all namespaces, until the server ends the watch."""
+        """Changes after `resource_version`, all namespaces, until the server ends the watch.
+
+        Asks for bookmarks, and raises ApiError when nothing arrives for WATCH_SILENCE_SECONDS, which
+        a live watch never exceeds as long as `timeout_seconds` is at most WATCH_SECONDS * WATCH_JITTER.
+        """
         ...
 
     def server_version(self, timeout: float) -> dict[str, Any]:

@@ -6,9 +6,13 @@ seen (bookmarks included), an expired one (410) is answered by a fresh list, and
 failure by a fresh list after a growing pause.
 
 `synced` is true only while the copy is known to be current: from the end of a successful
-list until a watch fails. While it is false the callers ask the API directly, so a deleted
-or replaced object is never trusted from a copy that may have missed the change. Every
-replica and worker watches the same API, so they all converge on the same answers.
+list until a watch fails, and never longer than WATCH_SILENCE_SECONDS after the last sign of
+life (an event, a bookmark, the server's end of a watch). The server ends every watch within
+a minute, so a longer silence means a connection that stopped forwarding (nothing reports it):
+the answers go to the API at once, and the watch is dropped (its read timeout is the same bound)
+and the copy listed again. While it is false the callers ask the API directly, so a deleted or
+replaced object is never trusted from a copy that may have missed the change. Every replica and
+worker watches the same API, so they all converge on the same answers.
 
 Only what `keep` returns is stored (a few fields), so a cluster-wide copy stays small.
 """
@@ -22,15 +26,21 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
 
-from dra_migrate.webhook.resource_api import ApiError, ApiResource, GoneError, ResourceApi, list_all
+from dra_migrate.webhook.resource_api import (
+    WATCH_JITTER,
+    WATCH_SECONDS,
+    WATCH_SILENCE_SECONDS,
+    ApiError,
+    ApiResource,
+    GoneError,
+    ResourceApi,
+    list_all,
+)
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-# The server ends each watch after this long (plus jitter, so workers do not reconnect in step),
-# like client-go's 5 to 10 minutes.
-WATCH_SECONDS = 300
 RETRY_MIN_SECONDS = 0.5
 RETRY_MAX_SECONDS = 30.0
 
@@ -70,6 +80,7 @@ class WatchCache(Generic[T]):
         self._thread: threading.Thread | None = None
         self._generation = 0
         self._seen_version = 0  # the newest resourceVersion applied from a list or an event
+        self._alive = 0.0  # time.monotonic() of the last sign of life of the list or watch
         self._last_error = ""
 
     @property
@@ -78,7 +89,8 @@ class WatchCache(Generic[T]):
 
     @property
     def synced(self) -> bool:
-        return self._synced.is_set()
+        # The silence check holds even while the watch thread is still blocked in a read.
+        return self._synced.is_set() and time.monotonic() - self._alive < WATCH_SILENCE_SECONDS
 
     @property
     def generation(self) -> int:
@@ -182,6 +194,7 @@ class WatchCache(Generic[T]):
             self._generation += 1
             self._seen_version = 0
             self._saw(page.resource_version)
+        self._alive = time.monotonic()
         self._synced.set()
         if self._last_error:
             log.info("%s: watching again", self._resource.plural)
@@ -190,9 +203,10 @@ class WatchCache(Generic[T]):
 
     def _watch(self, resource_version: str) -> str:
         """Apply events until the server ends the watch; returns the resourceVersion to resume from."""
-        seconds = int(WATCH_SECONDS * random.uniform(1.0, 1.2))
+        seconds = int(WATCH_SECONDS * random.uniform(1.0, WATCH_JITTER))
         started = time.monotonic()
         for kind, obj in self._api.watch(self._resource, resource_version, seconds):
+            self._alive = time.monotonic()
             namespace, name, version = object_key(obj)
             resource_version = version or resource_version
             if kind == "BOOKMARK":
@@ -210,6 +224,7 @@ class WatchCache(Generic[T]):
                 self._generation += 1
                 self._saw(version)
             self._on_event(self._resource.plural, kind)
+        self._alive = time.monotonic()  # the server ended the watch: the connection was alive
         if time.monotonic() - started < 1.0:
             self._stop.wait(RETRY_MIN_SECONDS)  # a server ending watches at once must not make us spin
         return resource_version
