@@ -217,6 +217,8 @@ class Attack:
     port: int
     ca_file: Path
     max_connections: int
+    keepalive: bool = True  # False: a new TLS connection for every request
+    cpus: frozenset[int] = frozenset()  # vegeta's CPUs (empty: any)
 
 
 @dataclass(frozen=True)
@@ -247,12 +249,14 @@ def attack(setup: Attack, load: Load, rate: float, duration: float) -> tuple[lis
         f"-timeout={TIMEOUT}",
         f"-root-certs={setup.ca_file}",
         "-http2=false",
-        "-keepalive=true",
+        f"-keepalive={'true' if setup.keepalive else 'false'}",
         f"-max-connections={setup.max_connections}",
         "-max-body=160",  # enough for `"allowed":...`
         f"-output={results}",
     ]
-    process = subprocess.Popen(command, stderr=subprocess.PIPE)
+    cpus = set(setup.cpus)
+    pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, preexec_fn=pin)
     _, status, usage = os.wait4(process.pid, 0)
     stderr = process.stderr.read().decode() if process.stderr else ""
     process.returncode = os.waitstatus_to_exitcode(status)
@@ -311,6 +315,7 @@ class Step:
     p50_ms: float
     p99_ms: float
     max_ms: float
+    refused_p99_ms: float  # how fast the 429s came
     server_ms_per_review: float  # server CPU per successful review
     generator_ms_per_request: float
     machine_busy: float  # cores busy on average, everything included
@@ -355,6 +360,7 @@ def measure(setup: Attack, server_pid: int, load: Load, rate: float, duration: f
         p50_ms=percentile(latencies, 0.50) * ms,
         p99_ms=percentile(latencies, 0.99) * ms,
         max_ms=max(latencies, default=0) * ms,
+        refused_p99_ms=percentile([r.latency_ns for r in results if r.code == 429], 0.99) * ms,
         server_ms_per_review=server_cpu / len(ok) * 1000 if ok else math.nan,
         generator_ms_per_request=generator_cpu / len(results) * 1000 if results else math.nan,
         machine_busy=busy,
@@ -364,7 +370,8 @@ def measure(setup: Attack, server_pid: int, load: Load, rate: float, duration: f
 def print_header() -> None:
     print(
         f"{'load':<17} {'offered':>7} {'achieved':>9} {'p50 ms':>7} {'p99 ms':>7} {'max ms':>7} "
-        f"{'timeouts':>8} {'429s':>6} {'errors':>6} {'srv CPU/review':>14} {'gen CPU/req':>11} {'busy cores':>10}",
+        f"{'timeouts':>8} {'429s':>6} {'429 p99':>7} {'errors':>6} {'srv CPU/review':>14} {'gen CPU/req':>11} "
+        f"{'busy cores':>10}",
         flush=True,
     )
 
@@ -372,7 +379,7 @@ def print_header() -> None:
 def print_step(step: Step) -> None:
     print(
         f"{step.load:<17} {step.offered:>7.0f} {step.achieved:>9.1f} {step.p50_ms:>7.2f} {step.p99_ms:>7.2f} "
-        f"{step.max_ms:>7.1f} {step.timeouts:>8} {step.refused:>6} {step.other_errors:>6} "
+        f"{step.max_ms:>7.1f} {step.timeouts:>8} {step.refused:>6} {step.refused_p99_ms:>7.2f} {step.other_errors:>6} "
         f"{step.server_ms_per_review:>11.3f} ms "
         f"{step.generator_ms_per_request:>8.3f} ms {step.machine_busy:>10.2f}",
         flush=True,
@@ -426,7 +433,9 @@ class HeldConnections:
 # --- the server ---
 
 
-def start_server(work: Path, kubeconfig: Path, workers: int) -> tuple[subprocess.Popen[bytes], int]:
+def start_server(
+    work: Path, kubeconfig: Path, workers: int, cpus: set[int] | None = None
+) -> tuple[subprocess.Popen[bytes], int]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = int(sock.getsockname()[1])
@@ -437,7 +446,8 @@ def start_server(work: Path, kubeconfig: Path, workers: int) -> tuple[subprocess
     if workers:
         command += ["--workers", str(workers)]
     log = (work / "serve.log").open("wb")
-    process = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None  # the workers inherit it
+    process = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, preexec_fn=pin)
     context = ssl.create_default_context(cafile=str(work / "ca.crt"))
     deadline = time.monotonic() + 30
     while True:
@@ -460,14 +470,30 @@ def main() -> int:
     parser.add_argument("--rates", default="300,1000,1500,2000", help="offered reviews/s, ascending")
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per rate (default: 10)")
     parser.add_argument("--max-connections", type=int, default=100, help="vegeta's connection limit")
+    parser.add_argument("--fresh", action="store_true", help="a new TLS connection per request (no keep-alive)")
+    parser.add_argument(
+        "--pinned",
+        action="store_true",
+        help="one worker on the last CPU and vegeta on the others, so that neither takes the other's CPU",
+    )
     parser.add_argument("--p99-ms", type=float, default=1000.0, help="p99 limit for a sustained rate")
     parser.add_argument("--workers", type=int, default=0, help="server worker processes (default: serve's)")
     parser.add_argument("--held-idle", type=int, default=2000, help="idle TLS connections held (0: skip)")
     parser.add_argument("--held-slow", type=int, default=200, help="slow-header connections held")
     parser.add_argument("--held-rate", type=float, default=50.0, help="review rate while they are held")
     parser.add_argument("--replicas", type=int, default=2000, help="pods of the ReplicaSet sent in turn")
+    parser.add_argument(
+        "--overload",
+        default="2,4",
+        help="multiples of the highest rate /mutate sustained to offer next, for load shedding ('' to skip)",
+    )
     args = parser.parse_args()
     rates = [float(rate) for rate in args.rates.split(",")]
+    cpus = sorted(os.sched_getaffinity(0))
+    server_cpus = {cpus[-1]} if args.pinned and len(cpus) > 1 else None
+    if server_cpus:
+        args.workers = 1
+        os.sched_setaffinity(0, set(cpus[:-1]))  # this process (the fake API) stays off the server's CPU
 
     vegeta = vegeta_binary()
     work = Path(tempfile.mkdtemp(prefix="dra-migrate-bench-"))
@@ -483,13 +509,16 @@ def main() -> int:
     loads = (same, Load(REPLICAS, "/mutate", tuple(replicas)), Load(BARE, "/mutate-noop", same.bodies))
     with FakeKubeServer() as fake:
         fake.fake.add_namespace("ml")  # in the server's watched copy: reviews read no namespace from the API
-        process, port = start_server(work, fake.write_kubeconfig(work / "kubeconfig"), args.workers)
-        setup = Attack(vegeta, work, port, work / "ca.crt", args.max_connections)
+        process, port = start_server(work, fake.write_kubeconfig(work / "kubeconfig"), args.workers, server_cpus)
+        generator_cpus = frozenset(cpus[:-1]) if server_cpus else frozenset()
+        setup = Attack(vegeta, work, port, work / "ca.crt", args.max_connections, not args.fresh, generator_cpus)
         try:
+            shared = f"server on CPU {cpus[-1]}, generator on the others" if server_cpus else "shared by both"
             print(
-                f"CPUs: {os.cpu_count()} (shared by server and generator); server: dra-migrate serve defaults"
+                f"CPUs: {len(cpus)} ({shared}); server: dra-migrate serve defaults"
                 f"{f' --workers {args.workers}' if args.workers else ''}; generator: vegeta {VEGETA_VERSION}, "
-                f"HTTP/1.1 keep-alive, up to {args.max_connections} connections, timeout {TIMEOUT}; "
+                f"HTTP/1.1 {'a new connection per request' if args.fresh else 'keep-alive'}, up to "
+                f"{args.max_connections or 'unlimited'} connections, timeout {TIMEOUT}; "
                 f"{args.duration:g} s per rate; review body {len(body)} bytes",
                 flush=True,
             )
@@ -502,13 +531,78 @@ def main() -> int:
                     step = measure(setup, process.pid, load, rate, args.duration)
                     steps[load.name].append(step)
                     print_step(step)
+            overload = overloaded(setup, process.pid, same, steps[SAME], args) if args.overload else []
             held = held_connections(setup, process.pid, same, args) if args.held_idle else None
             summarize(steps, held, args.p99_ms, fake.fake.calls_to("POST"))
+            summarize_overload(overload)
         finally:
             process.send_signal(signal.SIGTERM)
             process.wait(timeout=60)
             shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+@dataclass(frozen=True)
+class Overload:
+    multiple: float
+    step: Step
+    recovery_ms: float  # the slowest of the reviews sent one by one right after
+
+
+def overloaded(
+    setup: Attack, server_pid: int, load: Load, steps: list[Step], args: argparse.Namespace
+) -> list[Overload]:
+    """`load` at multiples of the highest rate it sustained, each followed by reviews one at a time."""
+    capacity = max((s.offered for s in steps if s.sustained(args.p99_ms)), default=0.0)
+    if not capacity:
+        print("\nno rate was sustained: no overload steps")
+        return []
+    multiples = [float(m) for m in args.overload.split(",") if m]
+    print(f"\noverload: {', '.join(f'{m:g}x' for m in multiples)} the highest rate sustained ({capacity:.0f}/s)")
+    print_header()
+    out = []
+    for multiple in multiples:
+        step = measure(setup, server_pid, load, capacity * multiple, args.duration)
+        print_step(step)
+        out.append(Overload(multiple, step, recovery_ms(setup, load)))
+    return out
+
+
+def recovery_ms(setup: Attack, load: Load) -> float:
+    """The slowest of 20 reviews sent one after another on one kept-alive connection."""
+    context = ssl.create_default_context(cafile=str(setup.ca_file))
+    connection = http.client.HTTPSConnection("127.0.0.1", setup.port, context=context, timeout=10)
+    body = load.bodies[0].read_bytes()
+    slowest = 0.0
+    try:
+        connection.connect()
+        for _ in range(20):
+            started = time.perf_counter()
+            connection.request("POST", load.path, body, {"Content-Type": "application/json"})
+            answer = connection.getresponse()
+            answer.read()
+            slowest = max(slowest, (time.perf_counter() - started) * 1000)
+            if answer.status != 200:
+                return math.inf
+    finally:
+        connection.close()
+    return slowest
+
+
+def summarize_overload(overload: list[Overload]) -> None:
+    if not overload:
+        return
+    print("overload (targets: 0 timeouts, answered p99 <= 50 ms, 429 p99 <= 100 ms, next review < 10 ms):")
+    for run in overload:
+        step = run.step
+        met = step.timeouts == 0 and step.p99_ms <= 50 and (step.refused == 0 or step.refused_p99_ms <= 100)
+        met = met and run.recovery_ms < 10
+        print(
+            f"  {run.multiple:g}x ({step.offered:.0f}/s): {'met' if met else 'NOT met'}: {step.achieved:.0f}/s "
+            f"answered, p99 {step.p99_ms:.1f} ms; {step.refused} refused, p99 {step.refused_p99_ms:.1f} ms; "
+            f"{step.timeouts} timeouts, {step.other_errors} other failures; next reviews at most "
+            f"{run.recovery_ms:.1f} ms"
+        )
 
 
 def held_connections(setup: Attack, server_pid: int, load: Load, args: argparse.Namespace) -> Step:

@@ -257,6 +257,10 @@ class ReloadingTLSContext:
     def _new_context(self) -> ssl.SSLContext:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.set_ciphers(TLS12_CIPHERS)
+        # No session tickets: kube-apiserver's webhook client (client-go) sets no ClientSessionCache, so it
+        # never resumes a session, and two tickets per handshake were work on every new connection.
+        context.num_tickets = 0
+        context.options |= ssl.OP_NO_TICKET
         if self._configure is not None:
             self._configure(context)
         if context.minimum_version < ssl.TLSVersion.TLSv1_2:

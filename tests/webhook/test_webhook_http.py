@@ -159,6 +159,21 @@ def test_keep_alive_connection_is_reused(server: ServerProcess, tls_dir: Path) -
     connection.close()
 
 
+@pytest.mark.parametrize("version", [ssl.TLSVersion.TLSv1_3, ssl.TLSVersion.TLSv1_2])
+def test_no_session_tickets(server: ServerProcess, tls_dir: Path, version: ssl.TLSVersion) -> None:
+    """kube-apiserver's client never resumes a session (client-go sets no ClientSessionCache): a ticket
+    would be work on every new connection for nothing."""
+    context = ssl.create_default_context(cafile=str(tls_dir / "ca.crt"))
+    context.minimum_version = context.maximum_version = version
+    connection = http.client.HTTPSConnection("127.0.0.1", server.port, context=context, timeout=10)
+    connection.request("GET", "/readyz")  # TLS 1.3 tickets arrive after the handshake, before this answer
+    connection.getresponse().read()
+    assert isinstance(connection.sock, ssl.SSLSocket)
+    session = connection.sock.session
+    assert session is not None and not session.has_ticket
+    connection.close()
+
+
 def test_server_log_is_clean(server: ServerProcess) -> None:
     assert server.process.poll() is None
     assert "Traceback" not in server.log()

@@ -50,7 +50,7 @@ def _request(body: bytes) -> bytes:
 
 def _responses(conn: ssl.SSLSocket, count: int) -> list[tuple[int, dict[str, str], bytes]]:
     """`count` HTTP/1.1 responses read off a connection (Content-Length framed)."""
-    buffer, out = b"", []
+    buffer, out = b"", list[tuple[int, dict[str, str], bytes]]()
     while len(out) < count:
         while b"\r\n\r\n" not in buffer:
             chunk = conn.recv(65536)
