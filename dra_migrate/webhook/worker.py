@@ -41,6 +41,9 @@ from dra_migrate.webhook.shedding import QueueDelayShedder
 
 # The requests refused under overload: reviews (the no-op route answers allowed and costs as little)
 SHEDDABLE = frozenset({("POST", "/mutate")})
+# On SIGTERM, how long a connection that has carried no request yet may still bring its first one:
+# kube-apiserver sends it right after the handshake, and never retries a POST on a new connection.
+FIRST_REQUEST_GRACE_SECONDS = 1.0
 # A client that has not finished its handshake by then is not kube-apiserver (Go's own
 # client gives up after 10 s, and its handshakes take milliseconds).
 HANDSHAKE_TIMEOUT_SECONDS = 5.0
@@ -101,12 +104,14 @@ class HeadersWithBody:
 
 
 class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no type hints
-    # Connections waiting for their next request (kept alive between reviews).
+    # Connections waiting for their next request (kept alive between reviews), and of those the ones
+    # that have carried none yet.
     _idle: set[Any]
+    _fresh: set[Any]
     _shedder: QueueDelayShedder
 
     def run(self) -> None:
-        self._idle = set()
+        self._idle, self._fresh = set(), set()
         self._shedder = QueueDelayShedder()
         gevent.spawn(self._close_idle_when_stopping)
         super().run()
@@ -114,11 +119,19 @@ class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no ty
     def _close_idle_when_stopping(self) -> None:
         """gunicorn waits, on SIGTERM, until no connection is open, up to graceful_timeout: a kept-alive
         connection waiting for its next request (kube-apiserver keeps several) held every worker for the
-        full 20 s and was then killed. Shut those down once the worker stops; reviews in progress finish,
-        and their connections close after the answer."""
+        full 20 s and was then killed. Shut those down once the worker stops (a client retries a request
+        it sent on a reused connection the server closed); reviews in progress finish, and their
+        connections close after the answer. A connection accepted just before has its first request on
+        the way, which nobody would retry: it gets FIRST_REQUEST_GRACE_SECONDS to arrive."""
         while self.alive:
             gevent.sleep(0.2)
-        for sock in list(self._idle):
+        self._shut_down(self._idle - self._fresh)
+        gevent.sleep(FIRST_REQUEST_GRACE_SECONDS)
+        self._shut_down(self._idle)
+
+    @staticmethod
+    def _shut_down(connections: set[Any]) -> None:
+        for sock in list(connections):
             with suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
 
@@ -135,13 +148,16 @@ class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no ty
         # a request that stalls half-way ends too.
         client.settimeout(self.cfg.keepalive)
         self._idle.add(client)
+        self._fresh.add(client)
         try:
             AsyncWorker.handle(self, listener, client, addr)
         finally:
             self._idle.discard(client)
+            self._fresh.discard(client)
 
     def handle_request(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> Any:
         self._idle.discard(sock)
+        self._fresh.discard(sock)
         read = time.monotonic()
         gevent.sleep(0)  # its turn comes after the requests read before it: the wait is the queue ahead
         if (req.method, req.path) in SHEDDABLE and self.alive and self._shedder.refuse(time.monotonic() - read):

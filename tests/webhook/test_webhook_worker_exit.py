@@ -8,8 +8,11 @@ Real gunicorn, real HTTP(S) API endpoints, a real reload."""
 
 from __future__ import annotations
 
+import http.client
+import json
 import os
 import signal
+import ssl
 import time
 from pathlib import Path
 
@@ -97,3 +100,22 @@ def test_sigterm_does_not_wait_for_kept_alive_connections(start_server: StartSer
         log = server.log_path.read_text(errors="replace")
         assert code == 0, log[-2000:]
         assert "graceful timeout" not in log.lower()
+
+
+def test_sigterm_serves_the_first_request_of_a_connection_just_opened(
+    start_server: StartServer, tmp_path: Path, tls_dir: Path
+) -> None:
+    """A connection accepted just before SIGTERM carries a request nobody retries (a POST on a new
+    connection): it was shut down with the idle ones, and the pod's create failed."""
+    with FakeKubeServer() as api:
+        server = start_server(kubeconfig=api.write_kubeconfig(tmp_path / "kc"), workers=1)
+        context = ssl.create_default_context(cafile=str(tls_dir / "ca.crt"))
+        connection = http.client.HTTPSConnection("127.0.0.1", server.port, context=context, timeout=10)
+        connection.connect()  # handshake done, no request yet
+        server.process.send_signal(signal.SIGTERM)
+        time.sleep(0.5)  # the worker has stopped accepting and shut its idle connections
+        connection.request("POST", "/mutate", json.dumps(make_review(gpu_pod())), {"Content-Type": "application/json"})
+        answer = connection.getresponse()
+        assert answer.status == 200 and json.loads(answer.read())["response"]["allowed"] is True
+        connection.close()
+        assert server.process.wait(timeout=15) == 0
