@@ -26,7 +26,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from cryptography import x509
 
@@ -310,83 +309,3 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
     return str(exc)
-
-
-class GunicornSSLContextHook:
-    """Value for gunicorn's `ssl_context` setting (arity 2, as gunicorn checks).
-
-    gunicorn calls the hook for every accepted connection in sync/gthread workers, so the
-    reloading context is built once per worker process, lazily on first use, and reused.
-    It ignores gunicorn's default factory (which re-reads the files on every call) but
-    copies its `ciphers`, `ca_certs` and `cert_reqs` settings. ALPN is not offered, so
-    clients speak HTTP/1.1.
-    """
-
-    def __init__(
-        self,
-        cert_file: StrPath | None,
-        key_file: StrPath | None,
-        check_interval: float,
-        on_loaded: Callable[[CertificateInfo], None] | None = None,
-        on_error: Callable[[str], None] | None = None,
-    ) -> None:
-        self._cert_file = cert_file
-        self._key_file = key_file
-        self._check_interval = check_interval
-        self._on_loaded = on_loaded
-        self._on_error = on_error
-        self._lock = threading.Lock()
-        self._reloader: ReloadingTLSContext | None = None
-
-    @property
-    def reloader(self) -> ReloadingTLSContext | None:
-        """This process's reloader (None before the first connection), for readiness probes."""
-        return self._reloader
-
-    def __call__(self, config: Any, default_ssl_context_factory: Callable[[], ssl.SSLContext]) -> ssl.SSLContext:
-        reloader = self._reloader
-        if reloader is None:
-            with self._lock:
-                if self._reloader is None:
-                    self._reloader = self._build(config)
-                reloader = self._reloader
-        return reloader.context
-
-    def _build(self, config: Any) -> ReloadingTLSContext:
-        cert_file = self._cert_file or config.certfile
-        key_file = self._key_file or config.keyfile
-
-        def configure(context: ssl.SSLContext) -> None:
-            if getattr(config, "ca_certs", None):
-                context.load_verify_locations(cafile=config.ca_certs)
-            context.verify_mode = ssl.VerifyMode(getattr(config, "cert_reqs", ssl.CERT_NONE))
-            if getattr(config, "ciphers", None):
-                context.set_ciphers(config.ciphers)
-
-        # Not fatal when the pair is unusable at start: raising here would make each
-        # connection fail with a traceback; instead handshakes are refused until it loads.
-        return ReloadingTLSContext(
-            cert_file,
-            key_file,
-            check_interval=self._check_interval,
-            configure=configure,
-            require_initial=False,
-            on_loaded=self._on_loaded,
-            on_error=self._on_error,
-        )
-
-
-def gunicorn_ssl_context_hook(
-    cert_file: StrPath | None = None,
-    key_file: StrPath | None = None,
-    *,
-    check_interval: float = 1.0,
-    on_loaded: Callable[[CertificateInfo], None] | None = None,
-    on_error: Callable[[str], None] | None = None,
-) -> GunicornSSLContextHook:
-    """`ssl_context = gunicorn_ssl_context_hook(certfile, keyfile)` in a gunicorn config file.
-
-    Without arguments the hook uses gunicorn's own `certfile`/`keyfile` settings, which
-    must be set anyway: gunicorn only enables TLS when they are.
-    """
-    return GunicornSSLContextHook(cert_file, key_file, check_interval, on_loaded, on_error)

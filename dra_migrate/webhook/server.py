@@ -40,7 +40,6 @@ from flask import Flask
 from gunicorn.app.base import BaseApplication
 from kubernetes import client as k8s
 
-from dra_migrate.certs.reload import GunicornSSLContextHook, gunicorn_ssl_context_hook
 from dra_migrate.configfile import Settings
 from dra_migrate.webhook import metrics
 from dra_migrate.webhook.app import create_app
@@ -48,6 +47,7 @@ from dra_migrate.webhook.cluster import ClusterWatch
 from dra_migrate.webhook.kube_client import KubeResourceApi
 from dra_migrate.webhook.namespaces import own_namespace
 from dra_migrate.webhook.review import Reviewer
+from dra_migrate.webhook.tlshook import GunicornSSLContextHook, gunicorn_ssl_context_hook
 from dra_migrate.webhook.worker import deferred_handshake_setting
 
 # Longer than kube-apiserver's 90 s idle timeout for webhook connections (see above).

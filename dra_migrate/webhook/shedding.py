@@ -5,8 +5,8 @@ A review's wait is how long it stood in the worker's queue: from the moment its 
 its turn, after the requests read before it (webhook/worker.py measures it). A worker serves one
 review at a time, so the wait is the work queued ahead of it.
 
-- While the queue drains now and then (some review waited at most TARGET_SECONDS in the last
-  INTERVAL_SECONDS), a burst is absorbed: a review is served unless it waited more than
+- While the queue drains now and then (it emptied, or some review waited at most TARGET_SECONDS, in
+  the last INTERVAL_SECONDS), a burst is absorbed: a review is served unless it waited more than
   INTERVAL_SECONDS.
 - When no review has waited less than TARGET_SECONDS for a whole INTERVAL_SECONDS, the queue is
   standing: more arrives than the worker serves. Then a review that waited more than TARGET_SECONDS
@@ -44,6 +44,10 @@ class QueueDelayShedder:
         self._interval = interval
         self._clock = clock
         self._drained = clock()  # the last time a review waited no more than the target
+
+    def drained(self) -> None:
+        """The worker has no request left (the last one was answered): the queue is empty."""
+        self._drained = self._clock()
 
     def refuse(self, waited: float) -> bool:
         """Whether the review that waited `waited` seconds is refused rather than served."""

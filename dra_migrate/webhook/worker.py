@@ -34,10 +34,10 @@ from gunicorn import util
 from gunicorn.workers.base_async import AsyncWorker
 from gunicorn.workers.ggevent import GeventWorker
 
-from dra_migrate.certs.reload import GunicornSSLContextHook
 from dra_migrate.webhook import metrics
 from dra_migrate.webhook.app import OVERLOADED_RESPONSE
 from dra_migrate.webhook.shedding import QueueDelayShedder
+from dra_migrate.webhook.tlshook import GunicornSSLContextHook
 
 # The requests refused under overload: reviews (the no-op route answers allowed and costs as little)
 SHEDDABLE = frozenset({("POST", "/mutate")})
@@ -108,6 +108,7 @@ class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no ty
     # that have carried none yet.
     _idle: set[Any]
     _fresh: set[Any]
+    _requests = 0  # read and not answered yet
     _shedder: QueueDelayShedder
 
     def run(self) -> None:
@@ -158,6 +159,15 @@ class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no ty
     def handle_request(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> Any:
         self._idle.discard(sock)
         self._fresh.discard(sock)
+        self._requests += 1
+        try:
+            return self._serve_or_refuse(listener_name, req, sock, addr)
+        finally:
+            self._requests -= 1
+            if not self._requests:
+                self._shedder.drained()
+
+    def _serve_or_refuse(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> Any:
         read = time.monotonic()
         gevent.sleep(0)  # its turn comes after the requests read before it: the wait is the queue ahead
         if (req.method, req.path) in SHEDDABLE and self.alive and self._shedder.refuse(time.monotonic() - read):

@@ -1,22 +1,16 @@
-"""ReloadingTLSContext without a network: detection, validation, interval, gunicorn hook."""
+"""ReloadingTLSContext without a network: detection, validation, interval."""
 
 from __future__ import annotations
 
 import logging
 import ssl
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
-from certs_support import SecretVolume
+from secret_volume import SecretVolume
 
 from dra_migrate.certs import generate
-from dra_migrate.certs.reload import (
-    GunicornSSLContextHook,
-    ReloadingTLSContext,
-    TLSLoadError,
-    gunicorn_ssl_context_hook,
-)
+from dra_migrate.certs.reload import ReloadingTLSContext, TLSLoadError
 
 
 @pytest.fixture
@@ -161,48 +155,3 @@ def test_configure_applies_to_every_context_and_cannot_lower_tls(
     reloader.reload_if_changed()
     assert len(configured) == 2
     assert all(c.minimum_version == ssl.TLSVersion.TLSv1_2 for c in configured)
-
-
-def test_gunicorn_hook_passes_gunicorn_validation(volume: SecretVolume, ca: generate.CertifiedKey) -> None:
-    from gunicorn.config import Config
-
-    volume.publish_pair(leaf(ca))
-    hook = gunicorn_ssl_context_hook(volume.path("tls.crt"), volume.path("tls.key"))
-    config = Config()
-    config.set("ssl_context", hook)  # gunicorn checks the callable's arity here
-    config.set("certfile", str(volume.path("tls.crt")))
-    config.set("keyfile", str(volume.path("tls.key")))
-
-    def default_factory() -> ssl.SSLContext:
-        raise AssertionError("the hook must not re-read the files on every connection")
-
-    assert hook.reloader is None, "built lazily, in the worker process"
-    first = config.ssl_context(config, default_factory)
-    assert config.ssl_context(config, default_factory) is first
-    assert hook.reloader is not None and hook.reloader.context is first
-    assert first.minimum_version == ssl.TLSVersion.TLSv1_2
-
-
-def test_gunicorn_hook_defaults_to_gunicorn_settings(volume: SecretVolume, ca: generate.CertifiedKey) -> None:
-    volume.publish_pair(leaf(ca))
-    config = SimpleNamespace(
-        certfile=str(volume.path("tls.crt")),
-        keyfile=str(volume.path("tls.key")),
-        ca_certs=None,
-        cert_reqs=ssl.CERT_NONE,
-        ciphers="ECDHE+AESGCM",
-    )
-    hook = gunicorn_ssl_context_hook()
-    assert isinstance(hook, GunicornSSLContextHook)
-    context = hook(config, ssl.create_default_context)
-    assert hook.reloader is not None and hook.reloader.loaded
-    tls12_ciphers = {c["name"] for c in context.get_ciphers() if c["protocol"] == "TLSv1.2"}
-    assert tls12_ciphers and all("ECDHE" in name and "GCM" in name for name in tls12_ciphers)
-
-
-def test_gunicorn_hook_with_broken_files_refuses_handshakes_instead_of_raising(tmp_path: Path) -> None:
-    hook = gunicorn_ssl_context_hook(tmp_path / "tls.crt", tmp_path / "tls.key")
-    context = hook(SimpleNamespace(), ssl.create_default_context)
-    assert hook.reloader is not None
-    assert not hook.reloader.loaded
-    assert context.sni_callback is not None

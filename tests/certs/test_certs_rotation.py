@@ -9,15 +9,9 @@ from functools import partial
 from pathlib import Path
 
 import pytest
-from certs_support import (
-    HandshakeLoop,
-    SecretVolume,
-    TLSServer,
-    client_context,
-    fetch_serial,
-    running_server,
-    wait_until,
-)
+from certs_support import HandshakeLoop, TLSServer, client_context, fetch_serial, running_server
+from polling import wait_until
+from secret_volume import SecretVolume
 
 from dra_migrate.certs import generate
 from dra_migrate.certs.reload import ReloadingTLSContext

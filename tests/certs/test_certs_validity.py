@@ -8,7 +8,8 @@ import ssl
 from pathlib import Path
 
 import pytest
-from certs_support import SecretVolume, client_context, fetch_serial, running_server
+from certs_support import client_context, fetch_serial, running_server
+from secret_volume import SecretVolume
 
 from dra_migrate.certs import generate
 from dra_migrate.certs.reload import CertificateInfo, ReloadingTLSContext

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 import uuid
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from kubernetes import client as k8s_client
 from kubernetes import dynamic
 from kubernetes.dynamic import exceptions as dyn_exc
+from polling import DEFAULT_TIMEOUT_S, wait_for
 
 T = TypeVar("T")
 Obj = dict[str, Any]
@@ -31,29 +32,9 @@ DEVICE_PLUGIN_RESOURCE = "nvidia.com/gpu"
 LABEL_PREFIX = "e2e.dra-migrate.io"
 ROLE_LABEL = f"{LABEL_PREFIX}/role"  # dra-nvidia | dra-example | device-plugin
 NODE_LABEL = f"{LABEL_PREFIX}/node"  # on ResourceSlices, so a node's slices can be found and removed
-DEFAULT_TIMEOUT_S = 60.0
 
 
 # --------------------------------------------------------------------------- polling
-
-
-def wait_for(
-    fetch: Callable[[], T | None],
-    *,
-    what: str,
-    timeout: float = DEFAULT_TIMEOUT_S,
-    interval: float = 0.25,
-) -> T:
-    """Return the first truthy value of `fetch()`; fail with `what` and the last value on timeout."""
-    deadline = time.monotonic() + timeout
-    last: T | None = None
-    while True:
-        last = fetch()
-        if last:
-            return last
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}; last value: {last!r}")
-        time.sleep(interval)
 
 
 # --------------------------------------------------------------------------- API access

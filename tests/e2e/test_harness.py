@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubernetes import client as k8s_client
+from polling import wait_for
 
 from dra_migrate.engine import Target
 
@@ -19,7 +20,6 @@ from .cluster_fixtures import (
     claims_owned_by,
     pause_pod,
     pod_condition,
-    wait_for,
     wait_for_pod_bound,
     wait_for_pod_claims,
 )

@@ -33,8 +33,9 @@ from typing import Any
 import pytest
 import yaml
 from kubernetes.client.exceptions import ApiException
+from polling import wait_for
 
-from .cluster_fixtures import RESOURCE_API, FakeCluster, Kube, pause_pod, wait_for, wait_for_pod_claims
+from .cluster_fixtures import RESOURCE_API, FakeCluster, Kube, pause_pod, wait_for_pod_claims
 from .controlplane import ControlPlane, free_port
 from .webhook_process import REPO_ROOT, WebhookServer, WebhookTls
 

@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 import yaml
 from kubernetes.client.exceptions import ApiException
+from polling import wait_for
 
-from .cluster_fixtures import Kube, wait_for
+from .cluster_fixtures import Kube
 
 QUOTA = """\
 apiVersion: v1

@@ -20,8 +20,9 @@ from typing import Any
 
 import pytest
 from kubernetes.client.exceptions import ApiException
+from polling import wait_for
 
-from .cluster_fixtures import Kube, pause_pod, wait_for
+from .cluster_fixtures import Kube, pause_pod
 from .controlplane import ControlPlane
 from .webhook_process import deploy_configuration, generate_tls, webhook_configuration
 

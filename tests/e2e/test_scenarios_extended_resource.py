@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 import yaml
+from polling import wait_for
 
 from dra_migrate.engine import Target
 
@@ -42,7 +43,6 @@ from .cluster_fixtures import (
     nvidia_type_selector,
     pause_pod,
     pod_condition,
-    wait_for,
     wait_for_pod_bound,
     wait_for_pod_claims,
 )

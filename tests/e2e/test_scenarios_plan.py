@@ -24,10 +24,11 @@ from typing import Any
 import pytest
 import yaml
 from gpu_cluster import DRIVER, POOL, cluster_objects, nodes
+from polling import wait_for
 
 from dra_migrate.engine import Target
 
-from .cluster_fixtures import RESOURCE_API, Kube, allocation_results, pod_condition, wait_for
+from .cluster_fixtures import RESOURCE_API, Kube, allocation_results, pod_condition
 from .controlplane import ControlPlane
 
 NAMESPACES = ("ml", "nvidia")

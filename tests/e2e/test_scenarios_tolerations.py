@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from polling import wait_for
 
 from .cluster_fixtures import (
     Kube,
@@ -23,7 +24,6 @@ from .cluster_fixtures import (
     create_namespace,
     delete_namespace,
     pause_pod,
-    wait_for,
     wait_for_pod_bound,
     wait_for_pod_claims,
 )

@@ -30,6 +30,7 @@ from typing import Any
 
 import pytest
 from corpus import CORPUS
+from polling import wait_for
 
 from .cluster_fixtures import (
     RESOURCE_API,
@@ -41,7 +42,6 @@ from .cluster_fixtures import (
     claims_owned_by,
     create_namespace,
     delete_namespace,
-    wait_for,
 )
 from .controlplane import ControlPlane
 from .manifests import (

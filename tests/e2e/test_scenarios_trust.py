@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 from kubernetes.client.exceptions import ApiException
+from polling import wait_for
 from prometheus_client.parser import text_string_to_metric_families
 
 from dra_migrate.engine import Target
@@ -35,7 +36,6 @@ from .cluster_fixtures import (
     device_class,
     nvidia_type_selector,
     pause_pod,
-    wait_for,
 )
 from .webhook_process import LocalWebhook, deploy_server_config
 

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 from kubernetes.client.exceptions import ApiException
+from polling import wait_for
 
 from .cluster_fixtures import (
     NVIDIA_DRIVER,
@@ -28,7 +29,6 @@ from .cluster_fixtures import (
     claims_owned_by,
     pause_pod,
     pod_condition,
-    wait_for,
     wait_for_pod_bound,
     wait_for_pod_claims,
 )

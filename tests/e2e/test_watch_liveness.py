@@ -29,12 +29,13 @@ from urllib.parse import urlsplit
 
 import pytest
 import yaml
+from polling import wait_for
 from prometheus_client.parser import text_string_to_metric_families
 
 from dra_migrate.webhook.kube_client import KubeResourceApi, load_configuration
 from dra_migrate.webhook.resource_api import WATCH_JITTER, WATCH_SECONDS, WATCH_SILENCE_SECONDS, ApiError, ApiResource
 
-from .cluster_fixtures import Kube, pause_pod, wait_for
+from .cluster_fixtures import Kube, pause_pod
 from .controlplane import ControlPlane
 from .webhook_process import DEPLOY_SERVER_CONFIG, WebhookServer, generate_tls
 

@@ -11,7 +11,9 @@ import time
 from pathlib import Path
 
 from cryptography import x509
-from webhook_support import SecretVolume, ServerProcess, StartServer, make_review, wait_until
+from polling import wait_until
+from secret_volume import SecretVolume
+from webhook_support import ServerProcess, StartServer, make_review
 
 from dra_migrate.certs.generate import CertifiedKey, create_ca, issue_serving_cert
 

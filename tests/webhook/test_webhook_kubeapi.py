@@ -12,16 +12,8 @@ from typing import Any
 
 import pytest
 from fakekube import FakeKubeServer, write_kubeconfig
-from webhook_support import (
-    StartServer,
-    decoded_patch,
-    free_port,
-    gpu_pod,
-    make_review,
-    patched,
-    wait_until,
-    watching,
-)
+from polling import wait_until
+from webhook_support import StartServer, decoded_patch, free_port, gpu_pod, make_review, patched, watching
 
 from dra_migrate.engine import at_admission, convert, default_config
 

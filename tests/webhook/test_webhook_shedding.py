@@ -42,6 +42,18 @@ def test_a_standing_queue_refuses_what_waited_past_the_target() -> None:
     assert not shedder.refuse(TARGET_SECONDS * 2)
 
 
+def test_an_emptied_queue_ends_the_standing_state() -> None:
+    """After a burst the first review may wait behind other work (connections closing): the queue
+    emptied in between, so it is served."""
+    clock = Clock()
+    shedder = QueueDelayShedder(clock=clock)
+    clock.now += INTERVAL_SECONDS * 2
+    assert shedder.refuse(TARGET_SECONDS * 2)
+    shedder.drained()
+    clock.now += INTERVAL_SECONDS / 2
+    assert not shedder.refuse(TARGET_SECONDS * 2)
+
+
 def _request(body: bytes) -> bytes:
     head = "POST /mutate HTTP/1.1\r\nHost: webhook\r\nContent-Type: application/json\r\n"
     head += f"Content-Length: {len(body)}\r\n\r\n"

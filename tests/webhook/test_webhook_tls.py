@@ -9,7 +9,9 @@ import threading
 from pathlib import Path
 
 from cryptography import x509
-from webhook_support import SecretVolume, StartServer, gpu_pod, make_review, wait_until
+from polling import wait_until
+from secret_volume import SecretVolume
+from webhook_support import StartServer, gpu_pod, make_review
 
 from dra_migrate.certs.generate import create_ca, issue_serving_cert
 

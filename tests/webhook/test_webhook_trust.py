@@ -25,6 +25,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from fakekube import FakeKubeServer
+from polling import wait_until
 from webhook_support import (
     ROOT,
     SERVE_COMMAND,
@@ -34,7 +35,6 @@ from webhook_support import (
     gpu_pod,
     make_review,
     patched,
-    wait_until,
     watching,
 )
 

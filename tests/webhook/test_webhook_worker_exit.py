@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 
 from fakekube import FakeKubeServer, write_kubeconfig
-from webhook_support import StartServer, gpu_pod, make_review, wait_until
+from polling import wait_until
+from webhook_support import StartServer, gpu_pod, make_review
 
 
 def _files(directory: Path) -> set[Path]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import functools
 import json
 import os
 import signal
@@ -24,6 +25,7 @@ import corpus
 import jsonpatch
 import requests
 import yaml
+from polling import wait_until
 
 from dra_migrate.engine import Config
 
@@ -41,19 +43,15 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_until(predicate: Any, timeout: float = 10.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
+def _watched(fake: Any, fragment: str) -> bool:
+    return bool(fake.calls_to("GET", fragment) > 0)
 
 
 def watching(fake: Any, *plurals: str, timeout: float = 10.0) -> None:
     """Wait until a server's watches of `plurals` are open on `fake` (a FakeKube): its copies are current."""
     for plural in plurals:
         fragment = f"{plural}?watch=true"
-        wait_until(lambda f=fragment: fake.calls_to("GET", f) > 0, timeout, f"a watch of {plural}")
+        wait_until(functools.partial(_watched, fake, fragment), timeout, f"a watch of {plural}")
     time.sleep(0.05)  # the first list came before the watch; the watch's own request is what we saw
 
 
@@ -247,30 +245,3 @@ def _template_metadata(workload: Mapping[str, Any], spec: Mapping[str, Any]) -> 
 
 
 StartServer = Callable[..., ServerProcess]
-
-
-class SecretVolume:
-    """Files laid out like a kubelet Secret volume: `tls.crt -> ..data/tls.crt`, `..data -> ..<n>`.
-
-    `publish` writes a new hidden directory and swaps the `..data` symlink in one rename,
-    as the kubelet does on a Secret update.
-    """
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.root.mkdir(parents=True, exist_ok=True)
-        self._generation = 0
-
-    def publish(self, files: Mapping[str, bytes]) -> None:
-        self._generation += 1
-        directory = self.root / f"..{self._generation:04d}"
-        directory.mkdir()
-        for name, data in files.items():
-            (directory / name).write_bytes(data)
-        tmp = self.root / "..data_tmp"
-        tmp.symlink_to(directory.name)
-        tmp.replace(self.root / "..data")
-        for name in files:
-            link = self.root / name
-            if not link.is_symlink():
-                link.symlink_to(f"..data/{name}")
