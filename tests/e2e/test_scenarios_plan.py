@@ -205,7 +205,6 @@ def _shares_slice(node: str, shares: int) -> dict[str, Any]:
 
 
 def test_a_time_sliced_pool_moves_as_shares_of_each_gpu(
-    control_plane: ControlPlane,
     kube: Kube,
     kubeconfig_path: Path,
     target: Target,

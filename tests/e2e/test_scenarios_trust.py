@@ -14,9 +14,6 @@ the resourcequota controller running).
 from __future__ import annotations
 
 import json
-import ssl
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -74,34 +71,6 @@ def refusal(call: Any) -> Obj:
     return status
 
 
-def direct_review(webhook: LocalWebhook, pod: Mapping[str, Any], namespace: str) -> Obj:
-    """POST an AdmissionReview to the webhook itself, bypassing the apiserver and its selectors."""
-    review = {
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": str(uuid.uuid4()),
-            "kind": {"group": "", "version": "v1", "kind": "Pod"},
-            "resource": {"group": "", "version": "v1", "resource": "pods"},
-            "namespace": namespace,
-            "operation": "CREATE",
-            "userInfo": {"username": "someone"},
-            "object": dict(pod),
-            "dryRun": False,
-        },
-    }
-    request = urllib.request.Request(
-        webhook.server.url, data=json.dumps(review).encode(), headers={"Content-Type": "application/json"}
-    )
-    context: ssl.SSLContext = webhook.server.tls.client_context()
-    try:
-        with urllib.request.urlopen(request, context=context, timeout=10) as answer:
-            response: Obj = json.loads(answer.read())["response"]
-    except urllib.error.HTTPError as err:  # pragma: no cover - a 4xx would be a defect here
-        raise AssertionError(f"{err.code}: {err.read().decode()}") from err
-    return response
-
-
 @pytest.fixture
 def labelled_namespace(kube: Kube) -> Iterator[str]:
     created = kube.create(
@@ -125,16 +94,16 @@ def test_direct_posts_create_templates_only_where_the_configuration_selects(
     kube: Kube, namespace: str, labelled_namespace: str, webhook: LocalWebhook
 ) -> None:
     for excluded in ("kube-system", "dra-migrate", labelled_namespace):
-        response = direct_review(webhook, gpu_pod("direct"), excluded)
+        response = webhook.server.review(gpu_pod("direct"), excluded)
         assert response["allowed"] is True and "patch" not in response, response
         assert response["auditAnnotations"]["decision"] == "not-selected"
     assert templates_in(kube, "kube-system") == [] and templates_in(kube, labelled_namespace) == []
     # A namespace that does not exist: its own decision, not an outage, and nothing is created.
-    missing = direct_review(webhook, gpu_pod("direct"), f"missing-{uuid.uuid4().hex[:8]}")
+    missing = webhook.server.review(gpu_pod("direct"), f"missing-{uuid.uuid4().hex[:8]}")
     assert missing["allowed"] is False and missing["status"]["code"] == 404
     assert "does not exist" in missing["status"]["message"]
     # A selected namespace gets its template, as through the apiserver.
-    selected = direct_review(webhook, gpu_pod("direct"), namespace)
+    selected = webhook.server.review(gpu_pod("direct"), namespace)
     assert selected["allowed"] is True and "patch" in selected
     assert len(templates_in(kube, namespace)) == 1
 

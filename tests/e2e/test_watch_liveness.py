@@ -14,13 +14,9 @@ bookmarks of a quiet resource): a healthy watch is never taken for a dead one.
 
 from __future__ import annotations
 
-import json
 import socket
-import ssl
 import threading
 import time
-import urllib.request
-import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import suppress
 from pathlib import Path
@@ -119,29 +115,9 @@ def proxied_kubeconfig(plane: ControlPlane, port: int, path: Path) -> Path:
     return path
 
 
-def dry_run_review(server: WebhookServer, namespace: str) -> Obj:
-    """A dry-run GPU pod POSTed to the webhook: its decision, nothing created."""
-    review = {
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": str(uuid.uuid4()),
-            "kind": {"group": "", "version": "v1", "kind": "Pod"},
-            "resource": {"group": "", "version": "v1", "resource": "pods"},
-            "namespace": namespace,
-            "operation": "CREATE",
-            "userInfo": {"username": "someone"},
-            "object": pause_pod("gpu", resources={"limits": {GPU: "1"}}),
-            "dryRun": True,
-        },
-    }
-    request = urllib.request.Request(
-        server.url, data=json.dumps(review).encode(), headers={"Content-Type": "application/json"}
-    )
-    context: ssl.SSLContext = server.tls.client_context()
-    with urllib.request.urlopen(request, context=context, timeout=10) as answer:
-        response: Obj = json.loads(answer.read())["response"]
-    return response
+def dry_run(server: WebhookServer, namespace: str) -> Obj:
+    """The webhook's decision on a dry-run GPU pod: nothing created."""
+    return server.review(pause_pod("gpu", resources={"limits": {GPU: "1"}}), namespace, dry_run=True)
 
 
 def converted(response: Mapping[str, Any]) -> bool:
@@ -225,7 +201,10 @@ def test_a_silently_dead_watch_is_not_trusted_past_the_bound(
     quiet = threading.Thread(target=quiet_watch, args=(control_plane, quiet_result), daemon=True)
     quiet.start()
 
-    wait_for(lambda: converted(dry_run_review(proxied_webhook, namespace)), what="the webhook to convert a GPU pod")
+    wait_for(
+        lambda: converted(dry_run(proxied_webhook, namespace)),
+        what="the webhook to convert a GPU pod",
+    )
     # Every worker's quota watch is live through the proxy: each applies a quota no pod cares about.
     # A worker whose first list is still running would find the quota there instead (no event):
     # then another one.
@@ -242,7 +221,7 @@ def test_a_silently_dead_watch_is_not_trusted_past_the_bound(
         return False
 
     wait_for(every_worker_applies_one, what="every worker's watch to deliver a ResourceQuota", interval=0)
-    assert converted(dry_run_review(proxied_webhook, namespace))
+    assert converted(dry_run(proxied_webhook, namespace))
 
     assert proxy.stall() > 0
     stalled = time.monotonic()
@@ -250,7 +229,7 @@ def test_a_silently_dead_watch_is_not_trusted_past_the_bound(
     answers: list[Obj] = []
 
     def refused() -> bool:
-        answers.append(dry_run_review(proxied_webhook, namespace))
+        answers.append(dry_run(proxied_webhook, namespace))
         return refused_for_quota(answers[-1], namespace)
 
     # Without a liveness bound the copy is trusted until a read timeout minutes away; with it, the

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import json
 import os
 import shutil
 import signal
@@ -31,6 +32,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -210,6 +212,33 @@ class WebhookServer:
     @property
     def running(self) -> bool:
         return self.process is not None and self.process.poll() is None
+
+    def review(self, pod: Mapping[str, Any], namespace: str, *, dry_run: bool = False) -> Obj:
+        """POST an AdmissionReview for creating `pod` to this server itself, as kube-apiserver would
+        (bypassing the apiserver and its selectors); its AdmissionResponse."""
+        review = {
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": {
+                "uid": str(uuid.uuid4()),
+                "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                "resource": {"group": "", "version": "v1", "resource": "pods"},
+                "namespace": namespace,
+                "operation": "CREATE",
+                "userInfo": {"username": "someone"},
+                "object": dict(pod),
+                "dryRun": dry_run,
+            },
+        }
+        request = urllib.request.Request(
+            self.url, data=json.dumps(review).encode(), headers={"Content-Type": "application/json"}
+        )
+        try:
+            with urllib.request.urlopen(request, context=self.tls.client_context(), timeout=10) as answer:
+                response: Obj = json.loads(answer.read())["response"]
+        except urllib.error.HTTPError as err:
+            raise AssertionError(f"{err.code}: {err.read().decode()}") from err
+        return response
 
     def argv(self, config_file: Path) -> list[str]:
         return [

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from planning_support import api_node, cluster_state
 
 from dra_migrate.cli import main
 from dra_migrate.cluster.snapshot import write_snapshot
@@ -49,19 +50,8 @@ def _device_config(naming: str) -> dict[str, Any]:
     }
 
 
-def _node(name: str, labels: dict[str, str], allocatable: dict[str, str]) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": labels},
-        "status": {"allocatable": allocatable},
-    }
-
-
 def _state(*objects: dict[str, Any]) -> ClusterState:
-    state = ClusterState(server_version="v1.37.2", api_versions={"v1", "apps/v1", "resource.k8s.io/v1"})
-    state.add(objects)
-    return state
+    return cluster_state(*objects, server_version="v1.37.2")
 
 
 @pytest.mark.parametrize(
@@ -85,8 +75,8 @@ def test_the_amd_image_is_not_the_nvidia_plugin() -> None:
 
 
 def test_mixed_partition_names_come_from_the_nodes_it_runs_on() -> None:
-    partitioned = _node("mi300-0", GPU_NODES, {"amd.com/cpx_nps4": "64", "cpu": "96"})
-    elsewhere = _node("other-0", {}, {"amd.com/cpx_nps4": "64"})
+    partitioned = api_node("mi300-0", GPU_NODES, {"amd.com/cpx_nps4": "64", "cpu": "96"})
+    elsewhere = api_node("other-0", {}, {"amd.com/cpx_nps4": "64"})
     plugins = amd_plugins(_state(_device_config("mixed")))
     assert partition_names(plugins, partitioned) == ["amd.com/cpx_nps4"]
     assert partition_names(plugins, elsewhere) == []
@@ -96,8 +86,8 @@ def test_mixed_partition_names_come_from_the_nodes_it_runs_on() -> None:
 def test_the_plan_names_unmapped_partition_names(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     state = _state(
         _device_config("mixed"),
-        _node("mi300-0", GPU_NODES, {"amd.com/cpx_nps4": "64"}),
-        _node("mi300-1", GPU_NODES, {"amd.com/gpu": "8"}),
+        api_node("mi300-0", GPU_NODES, {"amd.com/cpx_nps4": "64"}),
+        api_node("mi300-1", GPU_NODES, {"amd.com/gpu": "8"}),
     )
     write_snapshot(state, tmp_path / "cluster")
     assert main(["plan", "--cluster", str(tmp_path / "cluster"), "--report", "json"]) == 0

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from planning_support import api_node, cluster_state
 
 from dra_migrate.cli import main
 from dra_migrate.cluster.snapshot import write_snapshot
@@ -34,19 +35,8 @@ def _plugin(args: list[str]) -> dict[str, Any]:
     }
 
 
-def _node(name: str, labels: dict[str, str], allocatable: dict[str, str]) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": labels},
-        "status": {"allocatable": allocatable},
-    }
-
-
 def _state(*objects: dict[str, Any]) -> ClusterState:
-    state = ClusterState(server_version="v1.35.4", api_versions={"v1", "apps/v1", "resource.k8s.io/v1"})
-    state.add(objects)
-    return state
+    return cluster_state(*objects, server_version="v1.35.4")
 
 
 @pytest.mark.parametrize(
@@ -54,13 +44,13 @@ def _state(*objects: dict[str, Any]) -> ClusterState:
     [(["-shared-dev-num=4"], 4), (["--shared-dev-num", "3"], 3), (["-shared-dev-num", "1"], None), ([], None)],
 )
 def test_the_flag_in_its_forms(args: list[str], replicas: int | None) -> None:
-    node = _node("gpu-0", NODE_LABEL, {"gpu.intel.com/i915": "8"})
+    node = api_node("gpu-0", NODE_LABEL, {"gpu.intel.com/i915": "8"})
     shares = intel_shares(_state(_plugin(args)))
     expected = (
         (Sharing("shared-dev-num", replicas, "gpu.intel.com/i915", False, "gpu.intel.com/i915"),) if replicas else ()
     )
     assert intel_node_sharing(shares, node) == expected
-    assert intel_node_sharing(shares, _node("cpu-0", {}, {"gpu.intel.com/i915": "8"})) == ()  # not its node
+    assert intel_node_sharing(shares, api_node("cpu-0", {}, {"gpu.intel.com/i915": "8"})) == ()  # not its node
 
 
 def test_the_operators_custom_resource() -> None:
@@ -70,7 +60,7 @@ def test_the_operators_custom_resource() -> None:
         "metadata": {"name": "gpu"},
         "spec": {"sharedDevNum": 2, "nodeSelector": NODE_LABEL},
     }
-    node = _node("gpu-0", NODE_LABEL, {"gpu.intel.com/xe": "2"})
+    node = api_node("gpu-0", NODE_LABEL, {"gpu.intel.com/xe": "2"})
     assert intel_node_sharing(intel_shares(_state(operator)), node) == (
         Sharing("shared-dev-num", 2, "gpu.intel.com/xe", False, "gpu.intel.com/xe"),
     )
@@ -90,7 +80,7 @@ spec:
 
 
 def test_a_shared_intel_gpu_is_never_an_exclusive_claim(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    state = _state(_plugin(["-shared-dev-num=4"]), _node("gpu-0", NODE_LABEL, {"gpu.intel.com/i915": "4"}))
+    state = _state(_plugin(["-shared-dev-num=4"]), api_node("gpu-0", NODE_LABEL, {"gpu.intel.com/i915": "4"}))
     write_snapshot(state, tmp_path / "cluster")
     assert main(["plan", "--cluster", str(tmp_path / "cluster"), "--report", "json"]) == 0
     plan = json.loads(capsys.readouterr().out)
