@@ -92,6 +92,9 @@ def decide(
     the DeviceClass known to map the name, if any)."""
     if strategy is Strategy.CLAIMS:
         return Route(Path.CLAIM, "strategy claims")
+    if spec.capacity:
+        # the extended resource's own claim asks for whole devices of the class, wherever they are
+        return Route(Path.CLAIM, "a share of a device, which only a claim asks for (capacity)")
     gate_on = target.feature_enabled(EXTENDED_RESOURCE_GATE)
     if pinned_node:
         return Route(

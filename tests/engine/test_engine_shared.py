@@ -10,7 +10,15 @@ from typing import Any
 import pytest
 from engine_support import container, converted, errors, gpu, pod
 
-from dra_migrate.engine import Config, SharedDevices, convert, with_shared_devices
+from dra_migrate.engine import (
+    Config,
+    ServingClass,
+    SharedDevices,
+    Target,
+    convert,
+    with_served_classes,
+    with_shared_devices,
+)
 
 SHARING_NODES = [{"pool": "shared", "kubernetes.io/hostname": "shared-0"}]
 WHOLE_NODES = [{"pool": "whole", "kubernetes.io/hostname": "whole-0"}]
@@ -109,3 +117,11 @@ def test_more_than_one_share_has_no_claim(config: Config) -> None:
     assert [f.rule for f in errors(result)] == ["shared-device"]
     assert "2 shares" in errors(result)[0].message
     assert not result.changed
+
+
+def test_a_share_is_a_claim_even_where_a_device_class_serves_the_name(config: Config) -> None:
+    """KEP-5004's own claim asks for whole devices of the class: only an explicit claim asks for a share."""
+    served = with_served_classes(_shared(config, "shares"), {"nvidia.com/gpu": ServingClass("gpu.nvidia.com", ())})
+    original = pod({"containers": [container("c", gpu(1))], "nodeSelector": {"pool": "shared"}})
+    result = convert(original, served._replace(target=Target.parse("1.37")))
+    assert _template_request(result)["capacity"] == {"requests": {"shares": "1"}}
