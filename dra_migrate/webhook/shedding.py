@@ -15,6 +15,10 @@ review at a time, so the wait is the work queued ahead of it, new connections' h
   cost, and the queue stays short: the reviews served wait about TARGET_SECONDS, the refused ones get
   their answer as fast.
 
+Once the queue has stood, the worker stays wary for WARY_SECONDS after its last refusal: a queue that
+stands again within TARGET_WINDOW_SECONDS is taken for the same overload (the refusals emptied it for
+a moment, not the load), as CoDel re-enters its dropping state at once after leaving it.
+
 BURST_SECONDS: 200 pods created at once through kube-apiserver (200 new TLS connections and reviews,
 tests/e2e/test_webhook_load_e2e.py) kept a worker's queue standing for hundreds of milliseconds on the
 2-core test machine, and a 50 ms window refused part of them: pods that could have been admitted in
@@ -32,6 +36,8 @@ from dra_migrate.webhook.deadline import MARGIN_SECONDS, REVIEW_SECONDS
 
 TARGET_SECONDS = 0.002
 BURST_SECONDS = 2.0
+TARGET_WINDOW_SECONDS = 0.05
+WARY_SECONDS = 10.0
 LATE_SECONDS = REVIEW_SECONDS - MARGIN_SECONDS
 
 
@@ -50,6 +56,7 @@ class QueueDelayShedder:
         self._late = late
         self._clock = clock
         self._drained = clock()  # the last time a review waited no more than the target
+        self._refused = -WARY_SECONDS  # the last refusal while the queue stood
 
     def drained(self) -> None:
         """The worker has no request left (the last one was answered): the queue is empty."""
@@ -61,5 +68,8 @@ class QueueDelayShedder:
         if waited <= self._target:
             self._drained = now
             return False
-        standing = now - self._drained > self._burst
-        return waited > (self._target if standing else self._late)
+        window = TARGET_WINDOW_SECONDS if now - self._refused < WARY_SECONDS else self._burst
+        if now - self._drained > window and waited > self._target:
+            self._refused = now
+            return True
+        return waited > self._late

@@ -14,7 +14,14 @@ from typing import Any
 
 from webhook_support import StartServer, gpu_pod, make_review
 
-from dra_migrate.webhook.shedding import BURST_SECONDS, LATE_SECONDS, TARGET_SECONDS, QueueDelayShedder
+from dra_migrate.webhook.shedding import (
+    BURST_SECONDS,
+    LATE_SECONDS,
+    TARGET_SECONDS,
+    TARGET_WINDOW_SECONDS,
+    WARY_SECONDS,
+    QueueDelayShedder,
+)
 
 
 class Clock:
@@ -43,15 +50,31 @@ def test_a_standing_queue_refuses_what_waited_past_the_target() -> None:
     assert not shedder.refuse(TARGET_SECONDS * 2)
 
 
+def test_after_refusing_the_worker_stays_wary() -> None:
+    """Refusals empty the queue for a moment; when it stands again soon after, that is the same
+    overload, not a burst: it is met within a short window, not after another BURST_SECONDS."""
+    clock = Clock()
+    shedder = QueueDelayShedder(clock=clock)
+    clock.now += BURST_SECONDS * 1.1
+    assert shedder.refuse(TARGET_SECONDS * 2)
+    shedder.drained()
+    clock.now += TARGET_WINDOW_SECONDS * 2
+    assert shedder.refuse(TARGET_SECONDS * 2)
+    clock.now += WARY_SECONDS * 2  # long after: a burst again
+    shedder.drained()
+    clock.now += TARGET_WINDOW_SECONDS * 2
+    assert not shedder.refuse(TARGET_SECONDS * 2)
+
+
 def test_an_emptied_queue_ends_the_standing_state() -> None:
-    """After a burst the first review may wait behind other work (connections closing): the queue
-    emptied in between, so it is served."""
+    """After the load, the first review may wait behind other work (connections closing): the queue
+    emptied just before, so it is served."""
     clock = Clock()
     shedder = QueueDelayShedder(clock=clock)
     clock.now += BURST_SECONDS * 2
     assert shedder.refuse(TARGET_SECONDS * 2)
     shedder.drained()
-    clock.now += BURST_SECONDS / 2
+    clock.now += TARGET_WINDOW_SECONDS / 2
     assert not shedder.refuse(TARGET_SECONDS * 2)
 
 
