@@ -188,6 +188,7 @@ def _shares_slice(node: str, shares: int) -> dict[str, Any]:
             "devices": [
                 {
                     "name": "gpu-0",
+                    "attributes": {"type": {"string": "gpu"}},  # as the driver publishes (classes select on it)
                     "allowMultipleAllocations": True,
                     "capacity": {
                         "shares": {
