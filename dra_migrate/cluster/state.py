@@ -78,6 +78,12 @@ def labels_of(obj: dict[str, Any]) -> dict[str, str]:
     return {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {}
 
 
+def allocatable_of(node: dict[str, Any]) -> dict[str, Any]:
+    """A Node's `status.allocatable` ({} when it has none)."""
+    allocatable = (node.get("status") or {}).get("allocatable")
+    return allocatable if isinstance(allocatable, dict) else {}
+
+
 def items(document: Any) -> Iterator[Any]:
     """A `kubectl get -o yaml` document's objects: the items of a List, or the object itself."""
     if isinstance(document, dict) and str(document.get("kind", "")).endswith("List"):

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple
 
-from dra_migrate.cluster.state import ClusterState, labels_of, name_of, namespace_of
+from dra_migrate.cluster.state import ClusterState, allocatable_of, labels_of, name_of, namespace_of
 
 WHOLE = "amd.com/gpu"
 _IMAGE = "rocm/k8s-device-plugin"
@@ -71,5 +71,5 @@ def partition_names(plugins: list[AmdPlugin], node: dict[str, Any]) -> list[str]
     labels = labels_of(node)
     if not any(p.naming == "mixed" and all(labels.get(k) == v for k, v in p.node_selector.items()) for p in plugins):
         return []
-    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    allocatable = allocatable_of(node)
     return sorted(str(n) for n in allocatable if str(n).startswith("amd.com/") and str(n) != WHOLE)

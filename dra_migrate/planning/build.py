@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
-from dra_migrate.cluster.state import ClusterState, labels_of, name_of, namespace_of
+from dra_migrate.cluster.state import ClusterState, allocatable_of, labels_of, name_of, namespace_of
 from dra_migrate.engine import (
     Config,
     DeviceRequestSpec,
@@ -42,15 +42,31 @@ _CONTROLLERS = ("Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob")
 _DRIVER = re.compile(r"""device\.driver\s*==\s*["']([^"']+)["']""")
 
 
-def shared_names(state: ClusterState, target: Target, consumable_shares: bool = False) -> dict[str, SharedDevices]:
+class DevicePlugins(NamedTuple):
+    """The sharing device plugins of a cluster, read once per run (ConfigMaps parsed, flags read)."""
+
+    nvidia: list[PluginSource]
+    intel: list[IntelShare]
+
+    def shares_on(self, node: dict[str, Any]) -> tuple[Sharing, ...]:
+        """What a node advertises as shares: NVIDIA's time-slicing or MPS, Intel's shared-dev-num."""
+        return node_sharing(self.nvidia, node) + intel_node_sharing(self.intel, node)
+
+
+def device_plugins(state: ClusterState) -> DevicePlugins:
+    return DevicePlugins(plugin_sources(state), intel_shares(state))
+
+
+def shared_names(
+    state: ClusterState, plugins: DevicePlugins, target: Target, consumable_shares: bool = False
+) -> dict[str, SharedDevices]:
     """Device-plugin names the cluster's nodes advertise as shares: why an exclusive claim cannot mean them,
     the labels of the nodes that share them and of those that serve them whole (a pod whose nodeSelector
     rules all sharing nodes out converts as usual), and, where the DRA driver will hand out shares
     (`consumable_shares`), the capacity a pod that can land only on sharing nodes claims one share of."""
-    sources, intel = plugin_sources(state), intel_shares(state)
     found: dict[str, list[tuple[dict[str, Any], Sharing]]] = defaultdict(list)
     for node in state.of("Node"):
-        for share in _node_shares(sources, intel, node):
+        for share in plugins.shares_on(node):
             found[share.advertised].append((node, share))
     with_slices = {str((s.get("spec") or {}).get("nodeName")) for s in state.of("ResourceSlice")}
     shares = {}
@@ -62,7 +78,7 @@ def shared_names(state: ClusterState, target: Target, consumable_shares: bool = 
             labels_of(n)
             for n in state.of("Node")
             if name_of(n) not in sharing
-            and (_quantity(_allocatable(n).get(share.resource, 0)) > 0 or name_of(n) in with_slices)
+            and (_quantity(allocatable_of(n).get(share.resource, 0)) > 0 or name_of(n) in with_slices)
         ]
         capacity, why_not = shares_for(share.resource, share.strategy, target, consumable_shares)
         reason = (
@@ -82,15 +98,6 @@ def shared_names(state: ClusterState, target: Target, consumable_shares: bool = 
     return shares
 
 
-def _allocatable(node: dict[str, Any]) -> dict[str, Any]:
-    return (node.get("status") or {}).get("allocatable") or {}
-
-
-def _node_shares(sources: list[PluginSource], intel: list[IntelShare], node: dict[str, Any]) -> tuple[Sharing, ...]:
-    """What a node advertises as shares: NVIDIA's time-slicing or MPS, Intel's shared-dev-num."""
-    return node_sharing(sources, node) + intel_node_sharing(intel, node)
-
-
 def served_config(state: ClusterState, config: Config) -> Config:
     """`config` knowing the DeviceClasses the cluster serves names with (KEP-5004)."""
     served = serving_classes(state.of("DeviceClass"))
@@ -100,7 +107,7 @@ def served_config(state: ClusterState, config: Config) -> Config:
 def cluster_config(state: ClusterState, config: Config, consumable_shares: bool = False) -> Config:
     """`config` as the cluster decides it: the DeviceClasses it serves names with, and the names it
     shares (never turned into exclusive claims for a pod that can land where they are shared)."""
-    shares = shared_names(state, config.target, consumable_shares)
+    shares = shared_names(state, device_plugins(state), config.target, consumable_shares)
     return with_shared_devices(served_config(state, config), shares)
 
 
@@ -119,10 +126,6 @@ def _pool_label(node: dict[str, Any], pool_label: str | None) -> dict[str, str]:
         if key and labels.get(key):
             return {key: labels[key]}
     return {}
-
-
-def _pool_of(node: dict[str, Any], pool_label: str | None) -> str:
-    return next(iter(_pool_label(node, pool_label).values()), NO_POOL)
 
 
 def _quantity(value: Any) -> int:
@@ -154,9 +157,13 @@ def _device_names(allocatable: dict[str, Any], config: Config) -> dict[str, int]
 
 
 def _pools(
-    state: ClusterState, config: Config, base: Config, pool_label: str | None, consumable_shares: bool
+    state: ClusterState,
+    plugins: DevicePlugins,
+    config: Config,
+    base: Config,
+    pool_label: str | None,
+    consumable_shares: bool,
 ) -> tuple[list[Pool], list[str]]:
-    sources, intel = plugin_sources(state), intel_shares(state)
     slices: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for slice_ in state.of("ResourceSlice"):
         spec = slice_.get("spec") or {}
@@ -167,11 +174,12 @@ def _pools(
     for node in sorted(state.of("Node"), key=name_of):
         name = name_of(node)
         label = _pool_label(node, pool_label)
-        pool = by_pool.setdefault(_pool_of(node, pool_label), Pool(_pool_of(node, pool_label), [], "none", label=label))
+        pool_name = next(iter(label.values()), NO_POOL)
+        pool = by_pool.setdefault(pool_name, Pool(pool_name, [], "none", label=label))
         pool.nodes.append(name)
         # with the cluster's knowledge: a renamed share (`nvidia.com/gpu.shared`) is capacity too
-        plugin = _device_names((node.get("status") or {}).get("allocatable") or {}, config)
-        shares = {s.advertised: s for s in _node_shares(sources, intel, node)}
+        plugin = _device_names(allocatable_of(node), config)
+        shares = {s.advertised: s for s in plugins.shares_on(node)}
         for resource, count in plugin.items():
             pool.device_plugin[resource] = pool.device_plugin.get(resource, 0) + count
             physical = count // shares[resource].replicas if resource in shares else count
@@ -456,17 +464,21 @@ def _sees_pods(configuration: dict[str, Any]) -> bool:
 
 def build_plan(
     state: ClusterState, base: Config, pool_label: str | None = None, consumable_shares: bool = False
-) -> Plan:
-    """`base`: the configuration for the target release, before the cluster's knowledge is added;
-    `consumable_shares`: the DRA driver will hand out the shares of the device plugin's time-sliced pools."""
-    config = cluster_config(state, base, consumable_shares)
-    pools, errors = _pools(state, config, base, pool_label, consumable_shares)
+) -> tuple[Plan, dict[str, SharedDevices]]:
+    """The plan, and the names the cluster shares (for `--write`'s webhook configuration). `base`: the
+    configuration for the target release, before the cluster's knowledge is added; `consumable_shares`:
+    the DRA driver will hand out the shares of the device plugin's time-sliced pools."""
+    plugins = device_plugins(state)
+    shared = shared_names(state, plugins, base.target, consumable_shares)
+    with_classes = served_config(state, base)
+    config = with_shared_devices(with_classes, shared)
+    pools, errors = _pools(state, plugins, config, base, pool_label, consumable_shares)
     node_pools = {node: pool.name for pool in pools for node in pool.nodes}
     workloads = _workloads(state, config, node_pools)
     classes, conflicts = _class_mappings(state)
     served = {c.extended_resource_name for c in classes}
     unmapped = sorted({n for w in workloads for n in w.requests if w.path == "claims" and n not in served})
-    warnings = [problem for source in plugin_sources(state) for problem in source.problems]
+    warnings = [problem for source in plugins.nvidia for problem in source.problems]
     warnings += _amd_partition_warnings(state, config)
     warnings += [f"{n} is served by {', '.join(c)}: the scheduler picks {c[0]}" for n, c in sorted(conflicts.items())]
     kueue = _kueue(state, base)
@@ -478,7 +490,7 @@ def build_plan(
         )
     )
     resource_api = sorted(v.split("/", 1)[1] for v in state.api_versions if v.startswith("resource.k8s.io/"))
-    return Plan(
+    plan = Plan(
         cluster=state.source,
         server_version=state.server_version,
         target=str(config.target),
@@ -488,10 +500,11 @@ def build_plan(
         class_conflicts=conflicts,
         unmapped=unmapped,
         workloads=workloads,
-        quotas=_quotas(state, served_config(state, base)),  # quotas charge every pod, shared or not
+        quotas=_quotas(state, with_classes),  # quotas charge every pod, shared or not
         kueue=kueue,
         webhooks=webhooks,
         steps=_steps(pools, workloads, kueue is not None),
         errors=errors,
         warnings=warnings,
     )
+    return plan, shared

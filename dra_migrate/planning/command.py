@@ -51,7 +51,7 @@ def _write_files(directory: Path, files: dict[str, str]) -> None:
 
 
 def run_plan(args: argparse.Namespace) -> int:
-    from dra_migrate.planning.build import build_plan, shared_names
+    from dra_migrate.planning.build import build_plan
     from dra_migrate.planning.html import render_html
     from dra_migrate.planning.text import render_text
     from dra_migrate.planning.write import manifests
@@ -69,7 +69,7 @@ def run_plan(args: argparse.Namespace) -> int:
         return fail("plan", str(exc))
     except OSError as exc:
         return fail("plan", f"{exc.filename or args.snapshot}: {exc.strerror or exc}")
-    plan = build_plan(state, config, args.pool_label, args.consumable_shares)
+    plan, shared = build_plan(state, config, args.pool_label, args.consumable_shares)
     if args.report == "json":
         report = json.dumps(plan.to_json(), indent=2, sort_keys=False) + "\n"
     elif args.report == "html":
@@ -78,9 +78,7 @@ def run_plan(args: argparse.Namespace) -> int:
         report = render_text(plan)
     try:
         if args.write is not None:
-            _write_files(
-                args.write, manifests(plan, config, shared_names(state, config.target, args.consumable_shares))
-            )
+            _write_files(args.write, manifests(plan, config, shared))
         if args.report_file:
             Path(args.report_file).write_text(report, encoding="utf-8")
         else:

@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple
 
-from dra_migrate.cluster.state import ClusterState, labels_of
+from dra_migrate.cluster.state import ClusterState, allocatable_of, labels_of
 from dra_migrate.planning.deviceplugin import Sharing
 
 NAMES = ("gpu.intel.com/i915", "gpu.intel.com/xe")
@@ -60,7 +60,7 @@ def intel_shares(state: ClusterState) -> list[IntelShare]:
 
 def intel_node_sharing(shares: list[IntelShare], node: dict[str, Any]) -> tuple[Sharing, ...]:
     labels = labels_of(node)
-    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    allocatable = allocatable_of(node)
     for share in shares:
         if all(labels.get(k) == v for k, v in share.node_selector.items()):
             return tuple(

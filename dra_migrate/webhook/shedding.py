@@ -44,18 +44,9 @@ LATE_SECONDS = REVIEW_SECONDS - MARGIN_SECONDS
 class QueueDelayShedder:
     """One per worker process; not thread-safe (a gevent worker runs one greenlet at a time)."""
 
-    def __init__(
-        self,
-        target: float = TARGET_SECONDS,
-        burst: float = BURST_SECONDS,
-        late: float = LATE_SECONDS,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._target = target
-        self._burst = burst
-        self._late = late
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
-        self._drained = clock()  # the last time a review waited no more than the target
+        self._drained = clock()  # the last time the queue emptied or a review waited at most the target
         self._refused = -WARY_SECONDS  # the last refusal while the queue stood
 
     def drained(self) -> None:
@@ -65,11 +56,11 @@ class QueueDelayShedder:
     def refuse(self, waited: float) -> bool:
         """Whether the review that waited `waited` seconds is refused rather than served."""
         now = self._clock()
-        if waited <= self._target:
+        if waited <= TARGET_SECONDS:
             self._drained = now
             return False
-        window = TARGET_WINDOW_SECONDS if now - self._refused < WARY_SECONDS else self._burst
-        if now - self._drained > window and waited > self._target:
+        window = TARGET_WINDOW_SECONDS if now - self._refused < WARY_SECONDS else BURST_SECONDS
+        if now - self._drained > window:
             self._refused = now
             return True
-        return waited > self._late
+        return waited > LATE_SECONDS

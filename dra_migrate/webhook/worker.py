@@ -166,6 +166,8 @@ class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no ty
             self._requests -= 1
             if not self._requests:
                 self._shedder.drained()
+            if self.alive:
+                self._idle.add(sock)
 
     def _serve_or_refuse(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> Any:
         read = time.monotonic()
@@ -178,14 +180,12 @@ class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no ty
         finally:
             with suppress(OSError):  # the client left; the connection closes next
                 out.flush()
-            if self.alive:
-                self._idle.add(sock)
 
-    def _refuse(self, sock: Any, read: float) -> bool:
+    @staticmethod
+    def _refuse(sock: Any, read: float) -> bool:
         """A 429 without running the app; the connection stays open (its parser skips the body)."""
         try:
             sock.sendall(OVERLOADED_RESPONSE)
         finally:
             metrics.record_review(metrics.SHED_OUTCOME, time.monotonic() - read)
-            self._idle.add(sock)
         return True
