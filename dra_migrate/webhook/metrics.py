@@ -15,6 +15,8 @@ in-process use) the ordinary in-memory registry is used.
     dra_migrate_webhook_certificate_reload_failures_total       rotated TLS files not taken
     dra_migrate_webhook_watch_events_total{resource,type}       changes applied to the server's watched
                                                                 copies of the cluster (webhook/cluster.py)
+    dra_migrate_webhook_connections_closed_total{reason}        connections the server closed to keep
+                                                                slots free (webhook/connections.py)
 
 Every label value comes from a fixed set: `resource` is a name the configuration maps exactly
 (`set_known_resources`) or `other`, since pods choose their resource names (a pattern
@@ -82,6 +84,15 @@ WATCH_EVENTS = Counter(
     ["resource", "type"],
 )
 
+CONNECTIONS_CLOSED = Counter(
+    "dra_migrate_webhook_connections_closed",
+    "Connections closed to keep connection slots free: client_over_share (closed before its handshake), "
+    "reclaimed_waiting (the longest waiting for a request, when slots ran short).",
+    ["reason"],
+)
+CLIENT_OVER_SHARE = "client_over_share"
+RECLAIMED_WAITING = "reclaimed_waiting"
+
 INVALID_OUTCOME = "invalid"
 SHED_OUTCOME = "shed_overloaded"
 OTHER_RESOURCE = "other"
@@ -142,6 +153,11 @@ def certificate_loaded(not_after_timestamp: float) -> None:
 @_never_raises
 def certificate_reload_failed() -> None:
     CERTIFICATE_RELOAD_FAILURES.inc()
+
+
+@_never_raises
+def connections_closed(reason: str, count: int = 1) -> None:
+    CONNECTIONS_CLOSED.labels(reason).inc(count)
 
 
 class _StartedFilesCollector(multiprocess.MultiProcessCollector):

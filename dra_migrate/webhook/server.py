@@ -5,7 +5,8 @@ Worker model: gunicorn with gevent (webhook/worker.py), 2 processes by default.
   (threads), a handful of idle TLS connections or a burst of slow ones left no thread
   for reviews, and reviews waiting on an unreachable API queued behind each other. Under
   gevent a connection is a greenlet: idle, slow and waiting connections cost memory only,
-  up to WORKER_CONNECTIONS per process. A review is short CPU work (its size is bounded,
+  up to WORKER_CONNECTIONS per process, of which one client holds half at most and the longest
+  idle are closed when few are left (webhook/connections.py). A review is short CPU work (its size is bounded,
   webhook/podcheck.py), so running one at a time per process costs nothing.
 - Processes, because a review is CPU work in Python and one process uses one core at most.
 - Keep-alive: kube-apiserver calls webhooks over HTTP/1.1 (it turns HTTP/2 off for them,

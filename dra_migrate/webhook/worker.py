@@ -2,7 +2,8 @@
 
 With gevent every connection is a greenlet: an idle or slow connection costs some memory
 (about 30 KiB with its TLS state), never one of a few request slots, so no number of held
-connections below `worker_connections` delays a review. The process must be monkey-patched
+connections below `worker_connections` delays a review, and webhook/connections.py keeps that
+number below it. The process must be monkey-patched
 before anything imports ssl or the Kubernetes client (`serve` does it first thing), so that
 the client's calls to the API wait cooperatively too.
 
@@ -22,6 +23,7 @@ on one connection included), and that wait decides whether a review is served or
 
 from __future__ import annotations
 
+import os
 import socket
 import ssl
 import time
@@ -36,6 +38,7 @@ from gunicorn.workers.ggevent import GeventWorker
 
 from dra_migrate.webhook import metrics
 from dra_migrate.webhook.app import OVERLOADED_RESPONSE
+from dra_migrate.webhook.connections import ConnectionBook
 from dra_migrate.webhook.shedding import QueueDelayShedder
 from dra_migrate.webhook.tlshook import GunicornSSLContextHook
 
@@ -47,6 +50,10 @@ FIRST_REQUEST_GRACE_SECONDS = 1.0
 # A client that has not finished its handshake by then is not kube-apiserver (Go's own
 # client gives up after 10 s, and its handshakes take milliseconds).
 HANDSHAKE_TIMEOUT_SECONDS = 5.0
+# Connection slots (webhook/connections.py): what one client address may hold, and how many are kept
+# free for new clients (probes, a restarted apiserver) by closing those waiting longest for a request.
+CLIENT_SHARE_OF_CONNECTIONS = 0.5
+FREE_CONNECTION_SLOTS = 200
 
 
 class HandshakeTimeoutError(Exception):
@@ -104,15 +111,15 @@ class HeadersWithBody:
 
 
 class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no type hints
-    # Connections waiting for their next request (kept alive between reviews), and of those the ones
-    # that have carried none yet.
-    _idle: set[Any]
-    _fresh: set[Any]
+    _connections: ConnectionBook[Any]
     _requests = 0  # read and not answered yet
     _shedder: QueueDelayShedder
 
     def run(self) -> None:
-        self._idle, self._fresh = set(), set()
+        capacity = self.worker_connections
+        self._connections = ConnectionBook(
+            capacity, per_client=int(capacity * CLIENT_SHARE_OF_CONNECTIONS), headroom=FREE_CONNECTION_SLOTS
+        )
         self._shedder = QueueDelayShedder()
         gevent.spawn(self._close_idle_when_stopping)
         super().run()
@@ -126,17 +133,34 @@ class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no ty
         the way, which nobody would retry: it gets FIRST_REQUEST_GRACE_SECONDS to arrive."""
         while self.alive:
             gevent.sleep(0.2)
-        self._shut_down(self._idle - self._fresh)
+        self._shut_down(self._connections.waiting_connections(carried_one=True))
         gevent.sleep(FIRST_REQUEST_GRACE_SECONDS)
-        self._shut_down(self._idle)
+        self._shut_down(self._connections.waiting_connections())
 
     @staticmethod
-    def _shut_down(connections: set[Any]) -> None:
-        for sock in list(connections):
-            with suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
+    def _shut_down(connections: list[Any]) -> None:
+        """End connections whose handlers wait for a request: their read sees the end of the stream
+        and they close. Shut down through a duplicate of the descriptor (one TCP socket either way):
+        the TLS socket's own `shutdown` drops its TLS state and wakes the waiting read with an
+        error, each logged with a traceback."""
+        for sock in connections:
+            with suppress(OSError), socket.socket(fileno=os.dup(sock.fileno())) as duplicate:
+                duplicate.shutdown(socket.SHUT_RDWR)
 
     def handle(self, listener: Any, client: Any, addr: Any) -> None:
+        if not self._connections.open(client, addr[0] if isinstance(addr, tuple) else str(addr)):
+            metrics.connections_closed(metrics.CLIENT_OVER_SHARE)
+            util.close(client)
+            return
+        try:
+            if reclaimed := self._connections.to_reclaim():
+                self._shut_down(reclaimed)
+                metrics.connections_closed(metrics.RECLAIMED_WAITING, len(reclaimed))
+            self._handshake_and_serve(listener, client, addr)
+        finally:
+            self._connections.close(client)
+
+    def _handshake_and_serve(self, listener: Any, client: Any, addr: Any) -> None:
         try:
             client.settimeout(HANDSHAKE_TIMEOUT_SECONDS)
             with gevent.Timeout(HANDSHAKE_TIMEOUT_SECONDS, HandshakeTimeoutError):
@@ -148,17 +172,11 @@ class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no ty
         # Each read and write may wait as long as an idle kept-alive connection, no longer:
         # a request that stalls half-way ends too.
         client.settimeout(self.cfg.keepalive)
-        self._idle.add(client)
-        self._fresh.add(client)
-        try:
-            AsyncWorker.handle(self, listener, client, addr)
-        finally:
-            self._idle.discard(client)
-            self._fresh.discard(client)
+        self._connections.waiting(client, first=True)
+        AsyncWorker.handle(self, listener, client, addr)
 
     def handle_request(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> Any:
-        self._idle.discard(sock)
-        self._fresh.discard(sock)
+        self._connections.serving(sock)
         self._requests += 1
         try:
             return self._serve_or_refuse(listener_name, req, sock, addr)
@@ -167,7 +185,7 @@ class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no ty
             if not self._requests:
                 self._shedder.drained()
             if self.alive:
-                self._idle.add(sock)
+                self._connections.waiting(sock)
 
     def _serve_or_refuse(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> Any:
         read = time.monotonic()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import selectors
 import socket
 import ssl
 import threading
@@ -124,6 +125,85 @@ def test_held_connections_do_not_starve_reviews(
         assert server.session.get(f"{server.url}/readyz", timeout=APISERVER_TIMEOUT_S).status_code == 200
     finally:
         held.close()
+    assert "Traceback" not in server.log(), server.log()[-3000:]
+
+
+def hold_idle_connections(
+    port: int, context: ssl.SSLContext, source: str, count: int
+) -> tuple[list[ssl.SSLSocket], int]:
+    """`count` TLS connections from the local address `source`, handshake done, nothing sent: those
+    that completed, and how many the server closed before their handshake."""
+    held: list[ssl.SSLSocket] = []
+    refused = 0
+    for opened in range(count):
+        raw = socket.create_connection(("127.0.0.1", port), timeout=APISERVER_TIMEOUT_S, source_address=(source, 0))
+        try:
+            held.append(context.wrap_socket(raw, server_hostname="127.0.0.1"))
+        except TimeoutError:
+            raw.close()
+            raise AssertionError(f"no handshake after {opened} connections from {source}: no slot left") from None
+        except OSError:
+            raw.close()
+            refused += 1
+    return held, refused
+
+
+def closed_by_server(connections: list[ssl.SSLSocket]) -> list[int]:
+    """Indexes of the connections the server has closed (nothing else is ever sent on them)."""
+    readable: set[int] = set()
+    with selectors.DefaultSelector() as selector:
+        for index, connection in enumerate(connections):
+            selector.register(connection, selectors.EVENT_READ, index)
+        while ready := selector.select(timeout=1.0):  # until none more for a second
+            for key, _ in ready:
+                readable.add(key.data)
+                selector.unregister(key.fileobj)
+    closed = []
+    for index in sorted(readable):
+        connections[index].settimeout(1.0)
+        try:
+            ended = connections[index].recv(1) == b""
+        except OSError:
+            ended = True
+        if ended:
+            closed.append(index)
+    return closed
+
+
+def test_idle_connections_of_a_few_clients_cannot_take_every_slot(
+    start_server: StartServer, tls_dir: Path, fake_api: FakeKubeServer, tmp_path: Path
+) -> None:
+    """One worker, 4,000 connection slots. Three client addresses each try to hold 2,500 idle TLS
+    connections: each gets its share (2,000) and no more, and the longest idle ones are closed when
+    slots run short, so the kubelet's probe and a review on new connections are answered at once.
+    Before, the first 4,000 took every slot and both timed out."""
+    server: ServerProcess = start_server(kubeconfig=fake_api.write_kubeconfig(tmp_path / "kubeconfig"), workers=1)
+    context = tls_context(tls_dir)
+    held: list[ssl.SSLSocket] = []
+    try:
+        refused = 0
+        for source in ("127.0.0.2", "127.0.0.3", "127.0.0.4"):
+            connections, over_share = hold_idle_connections(server.port, context, source, 2_500)
+            held += connections
+            refused += over_share
+        assert refused == 3 * 500
+        assert server.session.get(f"{server.url}/readyz", timeout=APISERVER_TIMEOUT_S).status_code == 200
+        assert review_once(server.port, context, make_review(gpu_pod("after")))["allowed"]
+        reclaimed = closed_by_server(held)
+        # The longest idle ones, oldest first: whenever 3,800 were open, down to 3,600 (400 free).
+        assert reclaimed == list(range(len(reclaimed)))
+        assert len(held) - 3_800 <= len(reclaimed) <= len(held) - 3_600
+        metrics = server.session.get(f"{server.url}/metrics", timeout=APISERVER_TIMEOUT_S).text
+        closed = {
+            line.split('"')[1]: float(line.rsplit(" ", 1)[1])
+            for line in metrics.splitlines()
+            if line.startswith("dra_migrate_webhook_connections_closed_total{")
+        }
+        # One more reclaimed: the oldest of all, the kept-alive connection the readiness wait opened.
+        assert closed == {"client_over_share": 1_500, "reclaimed_waiting": len(reclaimed) + 1}
+    finally:
+        for connection in held:
+            connection.close()
     assert "Traceback" not in server.log(), server.log()[-3000:]
 
 
