@@ -14,7 +14,11 @@ calls.
 The number of templates dra-migrate creates in one namespace is bounded
 (`webhook.maxTemplatesPerNamespace`): the webhook runs before the apiserver validates the
 pod, so a user who may create pods, but not templates, could otherwise make it create any
-number of distinct templates with pods that fail validation afterwards.
+number of distinct templates with pods that fail validation afterwards. The bound holds under
+concurrency: the reviews of one worker create in a namespace one at a time, each after counting
+with a read from the API (the watched copy may be a moment behind another replica's creations),
+so replicas x workers creations at most can pass the same count. A template is never deleted
+to restore the bound: another replica may already have admitted a pod that uses it.
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +40,8 @@ from dra_migrate.webhook.watchcache import WatchCache
 CONFLICT_SECONDS = 5.0
 MAX_REMEMBERED_CONFLICTS = 1_000
 MANAGED_SELECTOR = f"{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}"
+# Locks for creating templates, shared by namespaces with the same hash: bounded for any number of them.
+CREATION_LOCKS = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +129,8 @@ class TemplateEnsurer:
         self._conflicts = _Conflicts(clock)
         self._on_created = on_created
         self._on_api_error = on_api_error
+        # threading's locks: gevent's cooperative ones in `serve` (patched before this import).
+        self._creation_locks = [threading.Lock() for _ in range(CREATION_LOCKS)]
 
     def ensure(self, templates: Sequence[dict[str, Any]], *, create: bool, budget: Budget) -> list[str]:
         """Names of the templates created. With `create=False` (dry run) nothing is created.
@@ -162,21 +171,37 @@ class TemplateEnsurer:
                 return self._compare(spec_key(existing), wanted, namespace, name, remember=True)
         if not create:
             return False
-        self._check_limit(resource, namespace, budget)
-        try:
-            stored = self._api.create(resource, namespace, template, budget.timeout("create_resourceclaimtemplates"))
-        except AlreadyExistsError:
-            # Lost a race with another replica or worker (or the copy is a moment behind): compare.
-            existing = self._api.get(resource, namespace, name, budget.timeout("get_resourceclaimtemplates"))
-            if existing is None:
-                raise ApiError(
-                    "get_resourceclaimtemplates", "vanished", f"{namespace}/{name} was deleted while being created"
-                ) from None
-            return self._compare(spec_key(existing), wanted, namespace, name, remember=True)
-        if cache is not None:
-            cache.observe(stored)  # counted and known at once, before the watch event
+        with self._creating_in(namespace, budget):
+            self._check_limit(resource, namespace, budget)
+            try:
+                stored = self._api.create(
+                    resource, namespace, template, budget.timeout("create_resourceclaimtemplates")
+                )
+            except AlreadyExistsError:
+                # Lost a race with another replica (or the copy is a moment behind): compare.
+                existing = self._api.get(resource, namespace, name, budget.timeout("get_resourceclaimtemplates"))
+                if existing is None:
+                    raise ApiError(
+                        "get_resourceclaimtemplates", "vanished", f"{namespace}/{name} was deleted while being created"
+                    ) from None
+                return self._compare(spec_key(existing), wanted, namespace, name, remember=True)
+            if cache is not None:
+                cache.observe(stored)  # counted and known at once, before the watch event
         self._on_created()
         return True
+
+    @contextmanager
+    def _creating_in(self, namespace: str, budget: Budget) -> Iterator[None]:
+        """This worker's only creation in the namespace while it lasts (no longer than the budget)."""
+        lock = self._creation_locks[hash(namespace) % CREATION_LOCKS]
+        if not lock.acquire(timeout=budget.timeout("create_resourceclaimtemplates")):
+            raise ApiError(
+                "create_resourceclaimtemplates", "timeout", "waited too long for this worker's other creations"
+            )
+        try:
+            yield
+        finally:
+            lock.release()
 
     def _compare(self, existing: str, wanted: str, namespace: str, name: str, *, remember: bool) -> bool:
         if existing != wanted:
@@ -186,19 +211,19 @@ class TemplateEnsurer:
         return False
 
     def _check_limit(self, resource: ApiResource, namespace: str, budget: Budget) -> None:
+        """Refuse from the watched copy when it already shows the limit reached; else count with a
+        read from the API, which includes other replicas' creations the copy may not show yet."""
         cache = self._current(resource)
-        if cache is not None:
-            count = sum(1 for record in cache.items(namespace) if record.managed)
-        else:
-            page = self._api.list_page(
-                resource,
-                namespace,
-                budget.timeout("list_resourceclaimtemplates"),
-                label_selector=MANAGED_SELECTOR,
-                limit=self._max + 1,
-            )
-            count = len(page.items)
-        if count >= self._max:
+        if cache is not None and sum(1 for record in cache.items(namespace) if record.managed) >= self._max:
+            raise TemplateLimitError(namespace, self._max)
+        page = self._api.list_page(
+            resource,
+            namespace,
+            budget.timeout("list_resourceclaimtemplates"),
+            label_selector=MANAGED_SELECTOR,
+            limit=self._max,
+        )
+        if len(page.items) >= self._max:
             raise TemplateLimitError(namespace, self._max)
 
 

@@ -13,9 +13,12 @@ the resourcequota controller running).
 
 from __future__ import annotations
 
+import base64
 import json
+import threading
 import uuid
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -34,7 +37,7 @@ from .cluster_fixtures import (
     nvidia_type_selector,
     pause_pod,
 )
-from .webhook_process import LocalWebhook, deploy_server_config
+from .webhook_process import LocalWebhook, WebhookServer, deploy_server_config
 
 Obj = dict[str, Any]
 GPU = "nvidia.com/gpu"
@@ -129,10 +132,82 @@ def test_templates_per_namespace_are_bounded_even_for_invalid_pods(
         assert len(templates_in(kube, namespace)) == 2
 
 
-# --------------------------------------------------------------------------- finding 4
-
-
 WORKERS = 2  # `serve`'s default, which the harness keeps
+MIG_PROFILES = ("1g.5gb", "1g.10gb", "2g.10gb", "2g.20gb", "3g.20gb", "3g.40gb", "4g.20gb", "4g.40gb", "7g.80gb")
+
+
+def referenced_templates(response: Obj) -> set[str]:
+    """The ResourceClaimTemplate names an admitted pod's JSON patch refers to."""
+    names: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if isinstance(node.get("resourceClaimTemplateName"), str):
+                names.add(node["resourceClaimTemplateName"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(json.loads(base64.b64decode(response.get("patch", "")) or "[]"))
+    return names
+
+
+def reviewed(server: WebhookServer, pod: Obj, namespace: str, start: threading.Barrier) -> Obj | None:
+    """The AdmissionResponse, or None when the server was too busy to review (429: kube-apiserver
+    applies the failure policy, nothing was created)."""
+    try:
+        return server.review(pod, namespace, start=start)
+    except AssertionError as refused:
+        if str(refused).startswith("429:"):
+            return None
+        raise
+
+
+def test_templates_per_namespace_stay_bounded_under_a_burst_from_three_replicas(
+    kube: Kube, namespace: str, webhook: LocalWebhook
+) -> None:
+    """Three replicas of two workers each get the same 27 pods needing distinct templates, all at
+    once. The limit (8) is passed by at most the creations that can be in flight together (one per
+    worker: 5 more); every admitted pod's templates exist and every other pod is refused by the
+    limit. Before, each worker counted from its own copy while dozens of its reviews created."""
+    limit, replicas = 8, 3
+    config = webhook.write_config("burst", with_webhook(maxTemplatesPerNamespace=limit))
+    servers = [
+        WebhookServer(
+            tls=webhook.server.tls,
+            kubeconfig=webhook.server.kubeconfig,
+            log_path=webhook.workdir / f"replica-{index}.log",
+            workdir=webhook.workdir / f"replica-{index}",
+        )
+        for index in range(replicas)
+    ]
+    pods = [
+        gpu_pod(f"burst-{count}-{profile.replace('.', '-')}", resource=f"nvidia.com/mig-{profile}", count=count)
+        for profile in MIG_PROFILES
+        for count in (1, 2, 3)
+    ]
+    try:
+        for server in servers:
+            server.start(config)
+        reviews = [(server, pod) for offset, server in enumerate(servers) for pod in pods[offset:] + pods[:offset]]
+        start = threading.Barrier(len(reviews))
+        with ThreadPoolExecutor(max_workers=len(reviews)) as pool:
+            answers = [answer for answer in pool.map(lambda job: reviewed(*job, namespace, start), reviews) if answer]
+    finally:
+        for server in servers:
+            server.stop()
+    existing = set(templates_in(kube, namespace))
+    assert limit <= len(existing) <= limit + replicas * WORKERS - 1, len(existing)
+    admitted = [answer for answer in answers if answer["allowed"]]
+    assert admitted and all(referenced_templates(answer) <= existing for answer in admitted)
+    for refused in (answer for answer in answers if not answer["allowed"]):
+        assert refused["status"]["code"] == 403, refused
+        assert f"already has {limit} ResourceClaimTemplates" in refused["status"]["message"], refused
+
+
+# --------------------------------------------------------------------------- finding 4
 
 
 def watch_applied(webhook: LocalWebhook, kind: str, resource: str = "resourceclaimtemplates") -> float:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import http.client
 import json
 import os
 import shutil
@@ -29,6 +30,7 @@ import signal
 import ssl
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -213,9 +215,12 @@ class WebhookServer:
     def running(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
-    def review(self, pod: Mapping[str, Any], namespace: str, *, dry_run: bool = False) -> Obj:
+    def review(
+        self, pod: Mapping[str, Any], namespace: str, *, dry_run: bool = False, start: threading.Barrier | None = None
+    ) -> Obj:
         """POST an AdmissionReview for creating `pod` to this server itself, as kube-apiserver would
-        (bypassing the apiserver and its selectors); its AdmissionResponse."""
+        (bypassing the apiserver and its selectors); its AdmissionResponse. With `start`, the TLS
+        connection is made first and the request sent once every party has reached the barrier."""
         review = {
             "apiVersion": "admission.k8s.io/v1",
             "kind": "AdmissionReview",
@@ -230,14 +235,19 @@ class WebhookServer:
                 "dryRun": dry_run,
             },
         }
-        request = urllib.request.Request(
-            self.url, data=json.dumps(review).encode(), headers={"Content-Type": "application/json"}
-        )
+        connection = http.client.HTTPSConnection("127.0.0.1", self.port, context=self.tls.client_context(), timeout=10)
         try:
-            with urllib.request.urlopen(request, context=self.tls.client_context(), timeout=10) as answer:
-                response: Obj = json.loads(answer.read())["response"]
-        except urllib.error.HTTPError as err:
-            raise AssertionError(f"{err.code}: {err.read().decode()}") from err
+            connection.connect()
+            if start is not None:
+                start.wait()
+            connection.request("POST", "/mutate", json.dumps(review), {"Content-Type": "application/json"})
+            answer = connection.getresponse()
+            body = answer.read()
+        finally:
+            connection.close()
+        if answer.status != 200:
+            raise AssertionError(f"{answer.status}: {body.decode(errors='replace')}")
+        response: Obj = json.loads(body)["response"]
         return response
 
     def argv(self, config_file: Path) -> list[str]:
