@@ -46,18 +46,27 @@ TLS12_CIPHERS = "@SECLEVEL=2:ECDHE+AESGCM:ECDHE+CHACHA20"
 
 @dataclass(frozen=True)
 class CertificateInfo:
+    """The served certificate (serial, subject of the leaf) and when its whole chain is valid: a
+    client refuses the leaf when an intermediate sent with it has expired."""
+
     serial: int
-    not_after: dt.datetime
+    not_after: dt.datetime  # the earliest notAfter in the chain
     subject: str
-    not_before: dt.datetime
+    not_before: dt.datetime  # the latest notBefore in the chain
+    expires_first: str = ""  # subject of the chain certificate that sets not_after, when not the leaf
+    valid_last: str = ""  # subject of the one that sets not_before, when not the leaf
 
     def problem(self, now: dt.datetime) -> str | None:
         """Why the certificate is not valid at `now`, or None."""
         if now < self.not_before:
-            return f"certificate serial={self.serial:x} is not valid before {self.not_before.isoformat()}"
+            return f"{self._naming(self.valid_last)} is not valid before {self.not_before.isoformat()}"
         if now >= self.not_after:
-            return f"certificate serial={self.serial:x} expired at {self.not_after.isoformat()}"
+            return f"{self._naming(self.expires_first)} expired at {self.not_after.isoformat()}"
         return None
+
+    def _naming(self, chain_subject: str) -> str:
+        leaf = f"certificate serial={self.serial:x}"
+        return f"{leaf}: the chain certificate {chain_subject}" if chain_subject else leaf
 
 
 @dataclass(frozen=True)
@@ -113,6 +122,7 @@ class ReloadingTLSContext:
         self._last_error: str | None = None
         self._last_failure: tuple[_Fingerprint | None, str] | None = None
         self._last_check = clock()
+        self._reporting = True
 
         self._base = self._new_context()
         self._base.sni_callback = self._on_client_hello
@@ -160,6 +170,13 @@ class ReloadingTLSContext:
             certificate=loaded.info if loaded else None,
             loaded_at=loaded.at if loaded else None,
         )
+
+    def forked(self) -> None:
+        """Called in a process forked from the one that built this context (which goes on checking
+        and reporting): carry on from the inherited state, the pair served and the rotations
+        already refused, so every process serves the same pair, and report nothing again."""
+        self._lock = threading.Lock()  # the forking process's lock may have been held at the fork
+        self._reporting = False
 
     def reload_if_changed(self) -> bool:
         """Check the files now (ignoring the interval); True if a new pair was installed."""
@@ -231,6 +248,8 @@ class ReloadingTLSContext:
         self._fingerprint = fingerprint
         self._last_error = None
         self._last_failure = None
+        if not self._reporting:
+            return
         log.info(
             "serving TLS certificate %s serial=%x notAfter=%s",
             info.subject,
@@ -245,7 +264,7 @@ class ReloadingTLSContext:
 
     def _record_error(self, message: str, fingerprint: _Fingerprint | None = None) -> None:
         # Checks repeat every interval while a pair is broken; report each distinct failure once.
-        if (fingerprint, message) != self._last_failure:
+        if self._reporting and (fingerprint, message) != self._last_failure:
             action = "keeping the previous pair" if self._loaded else "not serving TLS yet"
             log.warning("cannot load TLS certificate: %s; %s", message, action)
             if self._on_error is not None:
@@ -291,13 +310,17 @@ def _fingerprint(path: Path) -> tuple[str, int, int, int, int]:
 
 
 def _certificate_info(pem: bytes) -> CertificateInfo:
-    certs = x509.load_pem_x509_certificates(pem)
-    leaf = certs[0]
+    leaf, *chain = x509.load_pem_x509_certificates(pem)
+    # Ties go to the leaf: a chain certificate is named only when it alone sets the limit.
+    expires_first = min([leaf, *chain], key=lambda cert: cert.not_valid_after_utc)
+    valid_last = max([leaf, *chain], key=lambda cert: cert.not_valid_before_utc)
     return CertificateInfo(
         serial=leaf.serial_number,
-        not_after=leaf.not_valid_after_utc,
+        not_after=expires_first.not_valid_after_utc,
         subject=leaf.subject.rfc4514_string(),
-        not_before=leaf.not_valid_before_utc,
+        not_before=valid_last.not_valid_before_utc,
+        expires_first="" if expires_first is leaf else expires_first.subject.rfc4514_string(),
+        valid_last="" if valid_last is leaf else valid_last.subject.rfc4514_string(),
     )
 
 

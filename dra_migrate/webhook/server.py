@@ -15,8 +15,9 @@ Worker model: gunicorn with gevent (webhook/worker.py), 2 processes by default.
   for 120 s, longer than the client, so the client always closes first and never sends a
   request on a connection the server is closing (a POST is not retried: the pod create
   would fail). A handshake must finish in 5 s; each read or write may wait 120 s.
-- TLS: certs/reload.py gives each worker a context that picks up rotated files for the
-  next handshake, without a restart and without failed handshakes.
+- TLS: certs/reload.py gives the server a context that picks up rotated files for the next
+  handshake, without a restart and without failed handshakes; built in the master before the
+  workers fork, so every worker, a restarted one too, serves the same pair (webhook/tlshook.py).
 - Metrics: several processes, so prometheus-client multiprocess mode (webhook/metrics.py);
   `serve` creates the directory and removes it on exit.
 - No preload: each worker builds its own app after the fork, so the Kubernetes client's
@@ -101,6 +102,9 @@ def gunicorn_settings(options: ServeOptions, ssl_hook: GunicornSSLContextHook) -
         "loglevel": options.log_level,
         "proc_name": "dra-migrate",
         "child_exit": _child_exit,
+        # One certificate state: built and checked in the master, inherited by each worker (tlshook.py).
+        "when_ready": lambda server: ssl_hook.check_in_master(),
+        "post_fork": lambda server, worker: ssl_hook.forked(),
     }
 
 
@@ -160,6 +164,7 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no
     def load_config(self) -> None:
         for name, value in gunicorn_settings(self._options, self._tls).items():
             self.cfg.set(name, value)
+        self._tls.prepare(self.cfg)
 
     def load(self) -> Flask:
         return build_app(

@@ -1,14 +1,25 @@
-"""gunicorn's `ssl_context` setting for `serve`: each worker process builds one reloading TLS context
-(certs/reload.py, a library that knows nothing of gunicorn) on its first connection and reuses it."""
+"""gunicorn's `ssl_context` setting for `serve`: one reloading TLS context (certs/reload.py, a library
+that knows nothing of gunicorn) for the whole server.
+
+`serve` builds it in the gunicorn master before any worker forks, and the master looks at the files
+every check interval and reports each rotation (log, metrics) once. A worker starts from the
+master's state at its fork and then checks on its own handshakes, silently, by the same rules: so
+a worker forked after a rotation was refused serves the pair its siblings serve, not the refused
+files. (Used as a plain gunicorn setting instead, each worker builds its own on first use.)"""
 
 from __future__ import annotations
 
+import logging
 import ssl
 import threading
 from collections.abc import Callable
 from typing import Any
 
+import gevent
+
 from dra_migrate.certs.reload import CertificateInfo, ReloadingTLSContext, StrPath
+
+log = logging.getLogger(__name__)
 
 
 class GunicornSSLContextHook:
@@ -36,11 +47,41 @@ class GunicornSSLContextHook:
         self._on_error = on_error
         self._lock = threading.Lock()
         self._reloader: ReloadingTLSContext | None = None
+        self._checker: gevent.Greenlet | None = None
 
     @property
     def reloader(self) -> ReloadingTLSContext | None:
-        """This process's reloader (None before the first connection), for readiness probes."""
+        """This process's reloader (None before it is built), for readiness probes."""
         return self._reloader
+
+    def prepare(self, config: Any) -> None:
+        """Build the reloader now, in the master, from gunicorn's settings."""
+        with self._lock:
+            self._reloader = self._build(config)
+
+    def check_in_master(self) -> None:
+        """gunicorn `when_ready`: look at the files every check interval in the master, so that a
+        worker forked later starts from every rotation taken or refused until then."""
+        self._checker = gevent.spawn(self._check_every_interval)
+
+    def _check_every_interval(self) -> None:
+        while True:
+            gevent.sleep(self._check_interval)
+            reloader = self._reloader
+            if reloader is not None:
+                try:
+                    reloader.reload_if_changed()
+                except Exception:  # the next interval tries again; the served pair is unchanged
+                    log.exception("TLS certificate check failed")
+
+    def forked(self) -> None:
+        """gunicorn `post_fork`, in the new worker: carry on from the master's state (the worker
+        checks on its own handshakes; the master's loop, copied by the fork, ends here)."""
+        if self._checker is not None:
+            self._checker.kill(block=False)
+            self._checker = None
+        if self._reloader is not None:
+            self._reloader.forked()
 
     def __call__(self, config: Any, default_ssl_context_factory: Callable[[], ssl.SSLContext]) -> ssl.SSLContext:
         reloader = self._reloader

@@ -111,6 +111,46 @@ def test_an_expired_certificate_is_served_when_nothing_better_exists_but_reporte
     assert events.loaded[0].not_after == old.cert.not_valid_after_utc
 
 
+def test_the_chain_sets_the_validity_window(tmp_path: Path, ca: generate.CertifiedKey, events: Events) -> None:
+    """The earliest notAfter and the latest notBefore of the certificates sent: a valid leaf with an
+    expired or not yet valid intermediate is refused by clients, so it is a problem, named."""
+    volume = SecretVolume(tmp_path / "secret")
+    served = leaf(ca)
+    now = dt.datetime.now(dt.UTC)
+    old = generate.create_ca(common_name="old intermediate", now=now - 400 * DAY, validity=DAY)
+    future = generate.create_ca(common_name="future intermediate", now=now + DAY, validity=DAY)
+    for extra, text in (
+        (old, "CN=old intermediate expired at"),
+        (future, "CN=future intermediate is not valid before"),
+    ):
+        volume.publish({"tls.crt": served.cert_pem() + extra.cert_pem(), "tls.key": served.key_pem()})
+        reloader = reloader_for(volume, events)
+        problem = reloader.certificate_problem()
+        assert problem is not None and f"certificate serial={served.cert.serial_number:x}" in problem, problem
+        assert f"the chain certificate {text}" in problem, problem
+    # A leaf with a longer-lived CA in its chain: the leaf's own window, and the leaf named.
+    volume.publish({"tls.crt": served.cert_pem() + ca.cert_pem(), "tls.key": served.key_pem()})
+    info = reloader_for(volume, events).certificate
+    assert info is not None and info.not_after == served.cert.not_valid_after_utc and info.expires_first == ""
+
+
+def test_a_forked_copy_serves_the_same_pair_and_reports_nothing(
+    tmp_path: Path, ca: generate.CertifiedKey, events: Events
+) -> None:
+    volume = SecretVolume(tmp_path / "secret")
+    good = leaf(ca)
+    volume.publish_pair(good)
+    reloader = reloader_for(volume, events)
+    volume.publish_pair(expired(ca))
+    reloader.reload_if_changed()  # refused and reported by the process that forks
+    reloader.forked()
+    reloader.reload_if_changed()
+    volume.publish_pair(leaf(ca))
+    reloader.reload_if_changed()  # taken, silently
+    assert len(events.errors) == 1 and len(events.loaded) == 1
+    assert reloader.certificate is not None and reloader.certificate.serial != good.cert.serial_number
+
+
 def test_broken_files_count_as_failed_reloads(tmp_path: Path, ca: generate.CertifiedKey, events: Events) -> None:
     volume = SecretVolume(tmp_path / "secret")
     first, second = leaf(ca), leaf(ca)
