@@ -1,28 +1,34 @@
 """Reading the configuration file: one file serves the translator and the webhook.
 
-It sits above both edges: the engine interprets its sections, the webhook its `webhook:`
-section, and every section is validated whichever command reads the file.
+It sits above both edges and knows neither: the engine interprets the file's mapping sections,
+and each other part registers its own top-level section (configsections.py: a key, a JSON
+Schema and a parser) when the part is imported; `dra_migrate/__init__.py` imports every part's
+section module, so every section is validated whichever command reads the file (a misspelt
+key is an error everywhere).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import yaml
 
+from dra_migrate.configsections import Parsed, Section, registered_sections
 from dra_migrate.engine import Config, ConfigError, parse_config
-
-if TYPE_CHECKING:
-    from dra_migrate.webhook.policy import WebhookPolicy
 
 
 class Settings(NamedTuple):
     config: Config
-    webhook: WebhookPolicy
+    sections: Mapping[str, Any]  # each registered section's parsed value, by key
     # The target release was given (file or command line), not defaulted: the webhook then does
     # not take it from the cluster's version.
     target_given: bool = False
+
+    def get(self, section: Section[Parsed]) -> Parsed:
+        value: Parsed = self.sections[section.key]
+        return value
 
 
 def invalid_yaml(exc: yaml.YAMLError, problem: str | None = None) -> str:
@@ -34,11 +40,12 @@ def invalid_yaml(exc: yaml.YAMLError, problem: str | None = None) -> str:
 
 def parse_settings(data: Any, target: str | None = None) -> Settings:
     """Validate a parsed configuration document; raises ConfigError naming the field."""
-    from dra_migrate.webhook.policy import WEBHOOK_SCHEMA, parse_webhook_policy  # not for load_config(None)
-
-    config = parse_config(data, target, sections={"webhook": WEBHOOK_SCHEMA})
+    sections = registered_sections()
+    config = parse_config(data, target, sections={section.key: section.schema for section in sections})
     given = target is not None or (isinstance(data, dict) and "targetVersion" in data)
-    return Settings(config, parse_webhook_policy((data or {}).get("webhook")), given)
+    document = data if isinstance(data, dict) else {}
+    parsed = {section.key: section.parse(document.get(section.key)) for section in sections}
+    return Settings(config, parsed, given)
 
 
 def load_settings(path: str | None, target: str | None = None) -> Settings:

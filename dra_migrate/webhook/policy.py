@@ -1,7 +1,8 @@
 """The `webhook:` section of the configuration file: how the admission webhook decides.
 
-Pure and standard-library only, so the configuration loader can validate this section for
-every command (a misspelt key is an error whichever command reads the file).
+Registered with the configuration loader on import (`WEBHOOK_SECTION`); pure and standard-library
+only, so that every command can validate this section cheaply (a misspelt key is an error
+whichever command reads the file).
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from dra_migrate.configsections import Section, register_section
 
 # The server adds the namespace it runs in (webhook/server.py), as the MutatingWebhookConfiguration's
 # namespaceSelector excludes it too.
@@ -79,3 +82,7 @@ def parse_webhook_policy(section: Mapping[str, Any] | None) -> WebhookPolicy:
         api_timeout_seconds=float(hook.get("apiTimeoutSeconds", 2.0)),
         deprecated=tuple(key for key in ("cacheSeconds", "extendedResourceClasses") if key in hook),
     )
+
+
+WEBHOOK_SECTION = Section("webhook", WEBHOOK_SCHEMA, parse_webhook_policy)
+register_section(WEBHOOK_SECTION)

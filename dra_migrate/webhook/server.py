@@ -48,6 +48,7 @@ from dra_migrate.webhook.app import create_app
 from dra_migrate.webhook.cluster import ClusterWatch
 from dra_migrate.webhook.kube_client import KubeResourceApi
 from dra_migrate.webhook.namespaces import own_namespace
+from dra_migrate.webhook.policy import WEBHOOK_SECTION
 from dra_migrate.webhook.review import Reviewer
 from dra_migrate.webhook.tlshook import GunicornSSLContextHook, gunicorn_ssl_context_hook
 from dra_migrate.webhook.worker import deferred_handshake_setting
@@ -117,7 +118,7 @@ def build_app(
     require_client_certificate: bool = False,
 ) -> Flask:
     """The WSGI app of one worker process, wired to the real Kubernetes API."""
-    config, policy = settings.config, settings.webhook
+    config, policy = settings.config, settings.get(WEBHOOK_SECTION)
     own = own_namespace()
     if own and own not in policy.excluded_namespaces:  # never convert (or gate) the webhook's own pods
         policy = dataclasses.replace(policy, excluded_namespaces=(*policy.excluded_namespaces, own))

@@ -43,6 +43,7 @@ from deploy_support import (
 from dra_migrate.configfile import parse_settings
 from dra_migrate.engine import ConfigError
 from dra_migrate.webhook.match_conditions import match_conditions
+from dra_migrate.webhook.policy import WEBHOOK_SECTION
 
 # Every release dra-migrate targets; kubernetes-validate must have a schema for each.
 SUPPORTED_RELEASES = ("1.32", "1.33", "1.34", "1.35", "1.36", "1.37")
@@ -367,7 +368,7 @@ def test_mode_target_and_replicas_values(helm: Helm) -> None:
     assert config["webhook"]["mode"] == "audit" and config["targetVersion"] == "1.36"
     assert config["webhook"]["apiUnavailable"] == "deny", "the rest of `config` is kept"
     settings = parse_settings(config)
-    assert settings.webhook.mode == "audit"
+    assert settings.get(WEBHOOK_SECTION).mode == "audit"
     assert one(objs, "Deployment")["spec"]["replicas"] == 5
     assert container(objs)["resources"]["limits"] == {"memory": "1Gi"}
     assert container(objs)["image"] == "registry.example.com/dra-migrate:0.2.0"

@@ -29,6 +29,7 @@ from deploy_support import ThrowawayCerts, kustomize_build, of_kind, one, ref, w
 
 from dra_migrate.configfile import parse_settings
 from dra_migrate.webhook.deadline import REVIEW_SECONDS
+from dra_migrate.webhook.policy import WEBHOOK_SECTION
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEPLOY_DIR = REPO_ROOT / "deploy"
@@ -495,7 +496,7 @@ def test_default_config_is_valid(builds: dict[str, list[Obj]], variant: str) -> 
     # for POSTs that bypass it.
     hook = webhook(objs)
     by_name = [e for e in hook["namespaceSelector"]["matchExpressions"] if e["key"] == "kubernetes.io/metadata.name"]
-    assert set(settings.webhook.excluded_namespaces) == set(by_name[0]["values"])
+    assert set(settings.get(WEBHOOK_SECTION).excluded_namespaces) == set(by_name[0]["values"])
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

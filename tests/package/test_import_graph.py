@@ -3,6 +3,8 @@
 * The engine is pure and self-contained: it imports nothing from the edges.
 * The translator never imports the webhook, the webhook never imports the translator, and
   certs imports neither: each edge can change without touching the others.
+* The configuration loader (configfile.py, configsections.py) imports no part but the engine: each
+  part registers its own section.
 * Outside the engine only the names its `__init__` exports are used (its public surface).
 * Tests and benchmarks import only public names (no leading underscore).
 """
@@ -76,6 +78,20 @@ def test_edges_do_not_import_each_other(part: str) -> None:
     for path in package_files(part):
         for target, line in internal_targets(path):
             assert not target.startswith(FORBIDDEN[part]), f"{path.relative_to(ROOT)}:{line} imports {target}"
+
+
+@pytest.mark.parametrize("name", ["configfile.py", "configsections.py"])
+def test_the_configuration_loader_imports_no_part(name: str) -> None:
+    for target, line in internal_targets(PACKAGE / name):
+        assert target in ("dra_migrate.engine", "dra_migrate.configsections"), f"{name}:{line} imports {target}"
+
+
+def test_every_part_section_is_registered_for_every_command() -> None:
+    """A bare `import dra_migrate` (what every command does first) registers the parts' sections."""
+    from dra_migrate.configfile import parse_settings
+    from dra_migrate.webhook.policy import WEBHOOK_SECTION, Mode
+
+    assert parse_settings({"webhook": {"mode": "audit"}}).get(WEBHOOK_SECTION).mode is Mode.AUDIT
 
 
 def outside_engine_files() -> list[Path]:
