@@ -1,4 +1,8 @@
-"""One handler per webhook mode, for a pod the engine converted (webhook.mode, policy.Mode).
+"""One handler per webhook mode (webhook.mode, policy.Mode): everything a mode decides differently.
+
+A handler answers for a pod the engine converted, and says how the mode meets a quota gap and
+an API failure on the way; the Reviewer (webhook/review.py) asks it and never looks at the mode.
+A new mode is a value in policy.Mode and a class here, in HANDLERS.
 
 * `enforce`: the templates the converted pod references are made to exist in the request's
   namespace (a dry run only checks them: nothing is created), then the pod is patched into
@@ -12,9 +16,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from dra_migrate.engine import ConversionResult
 from dra_migrate.webhook import messages
@@ -22,7 +26,7 @@ from dra_migrate.webhook.budget import Budget
 from dra_migrate.webhook.envelope import AdmissionRequest
 from dra_migrate.webhook.failures import api_failure
 from dra_migrate.webhook.patch import make_patch
-from dra_migrate.webhook.policy import Mode, WebhookPolicy
+from dra_migrate.webhook.policy import Mode, QuotaGap, WebhookPolicy
 from dra_migrate.webhook.resource_api import ApiError
 from dra_migrate.webhook.responses import Decision, Outcome, allowed, denied, patched
 from dra_migrate.webhook.templates import TemplateConflictError, TemplateEnsurer, TemplateLimitError
@@ -46,27 +50,64 @@ class ConvertedPod:
         return messages.joined([*messages.problems(self.result.findings), *self.notes])
 
 
-Handler = Callable[[ConvertedPod], Decision]
+class ModeHandler(Protocol):
+    def __call__(self, pod: ConvertedPod) -> Decision:
+        """The answer for a converted pod, once nothing else refused it."""
+        ...
+
+    def quota_gap_refusal(self, described: Sequence[str]) -> Decision | None:
+        """The refusal for a pod that converting would take out of its quotas, or None to go on."""
+        ...
+
+    def api_failed(self, exc: ApiError, pod: Mapping[str, Any], namespace: str, what: str) -> Decision:
+        """The answer when the API call for `what` failed before the pod was converted."""
+        ...
 
 
-def audit(pod: ConvertedPod) -> Decision:
-    findings = pod.result.findings
-    return allowed(
-        Outcome.AUDITED,
-        warnings=messages.warnings_for(findings, audit=True, extra=pod.notes),
-        annotations={
-            "decision": "audit-not-applied",
-            "would-convert": messages.joined(messages.changes(findings)),
-            "problems": pod.problems(),
-        },
-        converted=pod.converted,
-    )
+class Audit:
+    """Reports and never refuses: what enforce would do goes into warnings and audit annotations."""
+
+    def __call__(self, pod: ConvertedPod) -> Decision:
+        findings = pod.result.findings
+        return allowed(
+            Outcome.AUDITED,
+            warnings=messages.warnings_for(findings, audit=True, extra=pod.notes),
+            annotations={
+                "decision": "audit-not-applied",
+                "would-convert": messages.joined(messages.changes(findings)),
+                "problems": pod.problems(),
+            },
+            converted=pod.converted,
+        )
+
+    def quota_gap_refusal(self, described: Sequence[str]) -> Decision | None:
+        return None
+
+    def api_failed(self, exc: ApiError, pod: Mapping[str, Any], namespace: str, what: str) -> Decision:
+        text = f"cannot {what}: {exc.detail}"
+        warning = messages.one_line(f"{messages.PREFIX} warning (audit mode): {text}", messages.MAX_WARNING_CHARS)
+        return allowed(Outcome.UNCHANGED, warnings=(warning,), annotations={"problems": text})
 
 
 class Enforce:
+    """Creates the pod's templates and patches it; refuses what it cannot convert safely."""
+
     def __init__(self, templates: TemplateEnsurer, policy: WebhookPolicy) -> None:
         self._templates = templates
         self._policy = policy
+
+    def quota_gap_refusal(self, described: Sequence[str]) -> Decision | None:
+        if self._policy.quota_gap is not QuotaGap.DENY:
+            return None
+        return denied(
+            Outcome.DENIED_QUOTA_GAP,
+            403,
+            f"dra-migrate: pod not admitted, converting it would take it out of its GPU quota: "
+            f"{'; '.join(described)} (webhook.quotaGap: deny; `warn` or `convert` converts anyway)",
+        )
+
+    def api_failed(self, exc: ApiError, pod: Mapping[str, Any], namespace: str, what: str) -> Decision:
+        return api_failure(exc, self._policy, pod, namespace, what)
 
     def __call__(self, pod: ConvertedPod) -> Decision:
         request, result = pod.request, pod.result
@@ -102,5 +143,12 @@ def _in_namespace(template: Mapping[str, Any], namespace: str) -> dict[str, Any]
     return {**template, "metadata": {**template["metadata"], "namespace": namespace}}
 
 
-def handlers(templates: TemplateEnsurer, policy: WebhookPolicy) -> dict[Mode, Handler]:
-    return {Mode.ENFORCE: Enforce(templates, policy), Mode.AUDIT: audit}
+HANDLERS: Mapping[Mode, Callable[[TemplateEnsurer, WebhookPolicy], ModeHandler]] = {
+    Mode.ENFORCE: Enforce,
+    Mode.AUDIT: lambda templates, policy: Audit(),
+}
+
+
+def handler_for(policy: WebhookPolicy, templates: TemplateEnsurer) -> ModeHandler:
+    """The handler of the policy's mode, with what it may need."""
+    return HANDLERS[policy.mode](templates, policy)

@@ -18,7 +18,11 @@ Order of the checks and why:
 5. ResourceQuotas the converted pod would escape (webhook/quota.py): `quotaGap` denies
    (the default), warns, or converts anyway.
 6. The mode's handler (webhook/modes.py): `enforce` creates templates and patches, `audit`
-   only reports.
+   only reports. The handler also decides how its mode meets a quota gap and an API failure:
+   nothing here depends on the mode.
+
+The Reviewer gets its collaborators (ReviewParts) from its caller; `Reviewer.for_api` wires the
+real ones to one ResourceApi and the server's watched copies.
 
 API failures on the way are decided in webhook/failures.py (only an outage follows
 `apiUnavailable`). Nothing here raises for a well-formed request: an unexpected error is a
@@ -29,21 +33,21 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
-from dra_migrate.engine import Config, ConversionResult, at_admission, convert, with_served_classes
+from dra_migrate.engine import Config, ConversionResult, Target, at_admission, convert, with_served_classes
 from dra_migrate.webhook import messages
 from dra_migrate.webhook.budget import Budget
 from dra_migrate.webhook.cluster import ClusterCaches
 from dra_migrate.webhook.envelope import AdmissionRequest
 from dra_migrate.webhook.extended import ExtendedResourceIndex, without_resources
-from dra_migrate.webhook.failures import api_failure
-from dra_migrate.webhook.modes import ConvertedPod, handlers
+from dra_migrate.webhook.modes import ConvertedPod, ModeHandler, handler_for
 from dra_migrate.webhook.namespaces import NamespaceSelection
 from dra_migrate.webhook.optout import opt_out_reason
 from dra_migrate.webhook.podcheck import limit_problem, shape_problem, without_managed_fields
-from dra_migrate.webhook.policy import Mode, QuotaGap, WebhookPolicy
-from dra_migrate.webhook.quota import QuotaLookup, quota_gaps
+from dra_migrate.webhook.policy import QuotaGap, WebhookPolicy
+from dra_migrate.webhook.quota import QuotaLookup, QuotaRecord, quota_gaps
 from dra_migrate.webhook.resource_api import ApiError, ResourceApi
 from dra_migrate.webhook.responses import Decision, Outcome, allowed, denied
 from dra_migrate.webhook.templates import TemplateEnsurer
@@ -51,9 +55,47 @@ from dra_migrate.webhook.templates import TemplateEnsurer
 log = logging.getLogger(__name__)
 
 
+class NamespaceFilter(Protocol):
+    def skip_reason(self, namespace: str, budget: Budget) -> str | None: ...
+
+
+class QuotaSource(Protocol):
+    def quotas(self, namespace: str, budget: Budget) -> list[QuotaRecord]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewParts:
+    """What a review asks besides the pod: the namespace's selection, its quotas, the classes that
+    serve extended resource names, the cluster's release (None: the configured target), and the
+    mode's handler."""
+
+    namespaces: NamespaceFilter
+    quotas: QuotaSource
+    extended: ExtendedResourceIndex
+    cluster_target: Callable[[], Target | None]
+    handler: ModeHandler
+
+
 class Reviewer:
     def __init__(
         self,
+        config: Config,
+        parts: ReviewParts,
+        *,
+        policy: WebhookPolicy | None = None,
+        on_api_error: Callable[[str, str], None] = lambda operation, reason: None,
+    ) -> None:
+        config = at_admission(config)  # the cluster's own admission plugins ran before this webhook
+        self._config = config
+        self._policy = policy or WebhookPolicy()
+        self._parts = parts
+        self._on_api_error = on_api_error
+        # The config for the cluster as last seen (release, serving classes), rebuilt when that changes.
+        self._derived: tuple[object, Config] = ((), config)
+
+    @classmethod
+    def for_api(
+        cls,
         config: Config,
         api: ResourceApi,
         *,
@@ -61,15 +103,10 @@ class Reviewer:
         caches: ClusterCaches | None = None,
         on_created: Callable[[], None] = lambda: None,
         on_api_error: Callable[[str, str], None] = lambda operation, reason: None,
-    ) -> None:
-        config = at_admission(config)  # the cluster's own admission plugins ran before this webhook
-        self._config = config
-        self._policy = policy = policy or WebhookPolicy()
+    ) -> Reviewer:
+        """A Reviewer whose collaborators read `api`, or the watched copies in `caches` when current."""
+        policy = policy or WebhookPolicy()
         caches = caches or ClusterCaches()
-        self._namespaces = NamespaceSelection(policy.excluded_namespaces, api, caches.namespaces)
-        self._caches = caches
-        self._quotas = QuotaLookup(api, caches.quotas)
-        self._extended = ExtendedResourceIndex(lambda: caches.device_classes)
         templates = TemplateEnsurer(
             api,
             lambda: caches.templates,
@@ -77,10 +114,14 @@ class Reviewer:
             on_created=on_created,
             on_api_error=on_api_error,
         )
-        self._handle = handlers(templates, policy)[policy.mode]
-        self._on_api_error = on_api_error
-        # The config for the cluster as last seen (release, serving classes), rebuilt when that changes.
-        self._derived: tuple[object, Config] = ((), config)
+        parts = ReviewParts(
+            namespaces=NamespaceSelection(policy.excluded_namespaces, api, caches.namespaces),
+            quotas=QuotaLookup(api, caches.quotas),
+            extended=ExtendedResourceIndex(lambda: caches.device_classes),
+            cluster_target=lambda: caches.target,
+            handler=handler_for(policy, templates),
+        )
+        return cls(config, parts, policy=policy, on_api_error=on_api_error)
 
     @property
     def mode(self) -> str:
@@ -115,7 +156,7 @@ class Reviewer:
             return denied(Outcome.DENIED_INVALID, too_big.code, too_big.message)
         budget = Budget(self._policy.api_timeout_seconds)
         try:
-            skip = self._namespaces.skip_reason(request.namespace, budget)
+            skip = self._parts.namespaces.skip_reason(request.namespace, budget)
         except ApiError as exc:
             return self._failed(exc, pod, request.namespace, f"read namespace {request.namespace}")
         if skip is not None:
@@ -127,35 +168,32 @@ class Reviewer:
             return self._unchanged(result)
         notes: list[str] = []
         try:
-            quotas = self._quotas.quotas(request.namespace, budget) if result.conversions else []
-            gaps = quota_gaps(result.conversions, quotas, config.target, self._extended.extended_names())
+            quotas = self._parts.quotas.quotas(request.namespace, budget) if result.conversions else []
+            gaps = quota_gaps(result.conversions, quotas, config.target, self._parts.extended.extended_names())
         except ApiError as exc:
             return self._failed(
                 exc, pod, request.namespace, f"list the ResourceQuotas of namespace {request.namespace}"
             )
         if gaps:
             described = [gap.describe(request.namespace) for gap in gaps]
-            if self._policy.quota_gap is QuotaGap.DENY and self._policy.mode is Mode.ENFORCE:
-                return denied(
-                    Outcome.DENIED_QUOTA_GAP,
-                    403,
-                    f"dra-migrate: pod not admitted, converting it would take it out of its GPU quota: "
-                    f"{'; '.join(described)} (webhook.quotaGap: deny; `warn` or `convert` converts anyway)",
-                )
+            refusal = self._parts.handler.quota_gap_refusal(described)
+            if refusal is not None:
+                return refusal
             if self._policy.quota_gap is not QuotaGap.CONVERT:
                 notes += [f"webhook.quotaGap {self._policy.quota_gap}: {text}" for text in described]
-        return self._handle(ConvertedPod(request, pod, result, tuple(notes), budget))
+        return self._parts.handler(ConvertedPod(request, pod, result, tuple(notes), budget))
 
     def _effective_config(self) -> Config:
         """The configuration for the cluster as it is now: its release, and the DeviceClasses that
         serve extended resource names (the engine's strategy decides with them)."""
-        target = self._caches.target or self._config.target
-        key = (target, self._extended.generation)
+        extended = self._parts.extended
+        target = self._parts.cluster_target() or self._config.target
+        key = (target, extended.generation)
         if self._derived[0] == key:
             return self._derived[1]
-        config = with_served_classes(self._config._replace(target=target), self._extended.serving())
+        config = with_served_classes(self._config._replace(target=target), extended.serving())
         if self._policy.extended_resource_classes == "skip":  # deprecated: every served name, always
-            config = without_resources(config, self._extended.current())
+            config = without_resources(config, extended.current())
         self._derived = (key, config)
         return config
 
@@ -168,8 +206,4 @@ class Reviewer:
 
     def _failed(self, exc: ApiError, pod: Mapping[str, Any], namespace: str, what: str) -> Decision:
         self._on_api_error(exc.operation, exc.reason)
-        if self._policy.mode is Mode.AUDIT:  # audit mode reports and never refuses
-            text = f"cannot {what}: {exc.detail}"
-            warning = messages.one_line(f"{messages.PREFIX} warning (audit mode): {text}", messages.MAX_WARNING_CHARS)
-            return allowed(Outcome.UNCHANGED, warnings=(warning,), annotations={"problems": text})
-        return api_failure(exc, self._policy, pod, namespace, what)
+        return self._parts.handler.api_failed(exc, pod, namespace, what)

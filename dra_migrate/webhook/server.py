@@ -131,7 +131,7 @@ def build_app(
         on_api_error=metrics.api_error,
         on_event=metrics.watch_event,
     ).start()
-    reviewer = Reviewer(
+    reviewer = Reviewer.for_api(
         config, api, policy=policy, caches=caches, on_created=metrics.template_created, on_api_error=metrics.api_error
     )
     metrics.set_known_resources(config.mappings.exact_names())

@@ -131,7 +131,7 @@ def check_answer(status: int, body: Any, what: str) -> None:
 
 @pytest.fixture(scope="module")
 def client() -> FlaskClient:
-    reviewer = Reviewer(default_config(), FakeKube())
+    reviewer = Reviewer.for_api(default_config(), FakeKube())
     return create_app(reviewer).test_client()
 
 

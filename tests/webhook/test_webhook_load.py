@@ -329,7 +329,7 @@ def test_known_template_does_not_wait_behind_reviews_stuck_on_the_api(
 def test_no_api_call_starts_after_the_deadline() -> None:
     """A review that reaches the API step with its time used up answers apiUnavailable and calls nothing."""
     fake = FakeKube()
-    reviewer = Reviewer(default_config(), fake)
+    reviewer = Reviewer.for_api(default_config(), fake)
     request = parse_review(make_review(gpu_pod()))
     with review_deadline(time.monotonic() - (REVIEW_SECONDS - MARGIN_SECONDS)):
         decision = reviewer.review(request)
@@ -351,7 +351,7 @@ def test_api_budget_is_cut_to_the_time_left() -> None:
 
     fake = SlowApi()
     fake.timeouts = []
-    reviewer = Reviewer(default_config(), fake)
+    reviewer = Reviewer.for_api(default_config(), fake)
     with review_deadline(time.monotonic() - (REVIEW_SECONDS - MARGIN_SECONDS - 0.3)):
         reviewer.review(parse_review(make_review(gpu_pod())))
     assert fake.timeouts and fake.timeouts[0] <= 0.3

@@ -114,7 +114,7 @@ ACCEL = {
 
 @pytest.fixture
 def reviewer() -> Reviewer:
-    return Reviewer(parse_config(ACCEL), FakeKube())
+    return Reviewer.for_api(parse_config(ACCEL), FakeKube())
 
 
 def test_the_limit_converts_up_to_it(reviewer: Reviewer) -> None:
@@ -158,7 +158,7 @@ def test_real_server_denies_a_wide_pod_with_the_reason(start_server: StartServer
 
 
 def test_default_config_has_no_limit_surprise_for_ordinary_pods() -> None:
-    reviewer = Reviewer(default_config(), FakeKube())
+    reviewer = Reviewer.for_api(default_config(), FakeKube())
     pod = accel_pod(0, 0)
     pod["spec"]["containers"] = [
         {"name": f"c{i}", "image": "x", "resources": {"limits": {"nvidia.com/gpu": 1}}} for i in range(8)

@@ -73,7 +73,7 @@ def pods(draw: st.DrawFn) -> dict[str, Any]:
 
 def _client() -> FlaskClient:
     fake = FakeKube()
-    reviewer = Reviewer(CONFIG, fake)
+    reviewer = Reviewer.for_api(CONFIG, fake)
     return create_app(reviewer).test_client()
 
 

@@ -234,13 +234,13 @@ def test_ensurer_reports_api_errors() -> None:
 def test_templates_are_created_in_the_target_version(target: str, version: str) -> None:
     fake = FakeKube()
     config = parse_config({"targetVersion": target})
-    response = Reviewer(config, fake).review(_request(gpu_pod(), namespace="ns"))
+    response = Reviewer.for_api(config, fake).review(_request(gpu_pod(), namespace="ns"))
     assert response.outcome is Outcome.PATCHED
     ((namespace, _), stored), *_ = fake.templates.items()
     assert namespace == "ns" and stored["apiVersion"] == f"resource.k8s.io/{version}"
     assert fake.calls[-1][1] == f"/apis/resource.k8s.io/{version}/namespaces/ns/resourceclaimtemplates"
     # A second pod verifies the stored copy (server defaults included) without conflict.
-    fresh = Reviewer(config, fake)
+    fresh = Reviewer.for_api(config, fake)
     assert fresh.review(_request(gpu_pod(name="b"), namespace="ns")).outcome is Outcome.PATCHED
 
 
@@ -306,7 +306,7 @@ def test_engine_failure_is_a_clear_denial(monkeypatch: pytest.MonkeyPatch) -> No
         raise RuntimeError("boom")
 
     monkeypatch.setattr(review, "convert", broken)
-    decision = Reviewer(default_config(), FakeKube()).review(_request(gpu_pod()))
+    decision = Reviewer.for_api(default_config(), FakeKube()).review(_request(gpu_pod()))
     assert decision.outcome is Outcome.DENIED_ERROR
     assert decision.response.allowed is False and decision.response.status_code == 500
     assert "RuntimeError: boom" in (decision.response.message or "")
@@ -314,6 +314,6 @@ def test_engine_failure_is_a_clear_denial(monkeypatch: pytest.MonkeyPatch) -> No
 
 def test_unchanged_pod_keeps_engine_warnings() -> None:
     pod = gpu_pod(resource="nvidia.com/gpu.shared")
-    decision = Reviewer(default_config(), FakeKube()).review(_request(pod))
+    decision = Reviewer.for_api(default_config(), FakeKube()).review(_request(pod))
     assert decision.outcome is Outcome.UNCHANGED and decision.response.patch is None
     assert any("time-slicing" in w for w in decision.response.warnings)
