@@ -310,10 +310,11 @@ def _fingerprint(path: Path) -> tuple[str, int, int, int, int]:
 
 
 def _certificate_info(pem: bytes) -> CertificateInfo:
-    leaf, *chain = x509.load_pem_x509_certificates(pem)
+    leaf, *sent = x509.load_pem_x509_certificates(pem)
+    path = [leaf, *_issuers(leaf, sent)]
     # Ties go to the leaf: a chain certificate is named only when it alone sets the limit.
-    expires_first = min([leaf, *chain], key=lambda cert: cert.not_valid_after_utc)
-    valid_last = max([leaf, *chain], key=lambda cert: cert.not_valid_before_utc)
+    expires_first = min(path, key=lambda cert: cert.not_valid_after_utc)
+    valid_last = max(path, key=lambda cert: cert.not_valid_before_utc)
     return CertificateInfo(
         serial=leaf.serial_number,
         not_after=expires_first.not_valid_after_utc,
@@ -322,6 +323,20 @@ def _certificate_info(pem: bytes) -> CertificateInfo:
         expires_first="" if expires_first is leaf else expires_first.subject.rfc4514_string(),
         valid_last="" if valid_last is leaf else valid_last.subject.rfc4514_string(),
     )
+
+
+def _issuers(leaf: x509.Certificate, sent: list[x509.Certificate]) -> list[x509.Certificate]:
+    """The intermediates a client verifies the leaf through: from the leaf up its issuers among the
+    certificates sent, the longest-lived where several have the issuer's name (a cross-signed one),
+    up to a self-signed certificate, which is not one (clients take their roots from their own
+    bundle). Certificates sent but off that path do not matter to clients."""
+    path: list[x509.Certificate] = []
+    current, left = leaf, list(sent)
+    while candidates := [cert for cert in left if cert.subject == current.issuer and cert.issuer != cert.subject]:
+        current = max(candidates, key=lambda cert: cert.not_valid_after_utc)
+        path.append(current)
+        left.remove(current)
+    return path
 
 
 def _describe(exc: BaseException) -> str:

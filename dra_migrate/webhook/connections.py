@@ -18,6 +18,7 @@ so two rules keep slots free for those that matter:
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Generic, TypeVar
 
 Connection = TypeVar("Connection")
@@ -48,8 +49,9 @@ class ConnectionBook(Generic[Connection]):
         return True
 
     def waiting(self, connection: Connection, *, first: bool = False) -> None:
-        """The connection waits for its next request (its first one when `first`)."""
-        if connection in self._client:
+        """The connection waits for its next request (its first one when `first`); not one being
+        reclaimed, which its handler closes next."""
+        if connection in self._client and connection not in self._reclaimed:
             self._waiting.pop(connection, None)
             self._waiting[connection] = first
 
@@ -66,17 +68,27 @@ class ConnectionBook(Generic[Connection]):
             if not self._by_client[client]:
                 del self._by_client[client]
 
-    def to_reclaim(self) -> list[Connection]:
+    def to_reclaim(self, has_input: Callable[[Connection], bool] = lambda connection: False) -> list[Connection]:
         """Waiting connections to shut down, oldest first, when slots run short (else none).
+        One with input already received (`has_input`: a request on its way) is passed over and
+        counts as waiting from now on.
 
         They stay counted until `close`: their handlers close them once shut down."""
         staying = len(self._client) - len(self._reclaimed)
         if staying < self._capacity - self._headroom:
             return []
-        oldest = iter(self._waiting)
-        chosen = [next(oldest) for _ in range(min(staying - (self._capacity - 2 * self._headroom), len(self._waiting)))]
-        for connection in chosen:
+        wanted = staying - (self._capacity - 2 * self._headroom)
+        chosen: list[Connection] = []
+        passed_over: list[tuple[Connection, bool]] = []
+        for connection, first in list(self._waiting.items()):
+            if len(chosen) == wanted:
+                break
             del self._waiting[connection]
+            if has_input(connection):
+                passed_over.append((connection, first))
+            else:
+                chosen.append(connection)
+        self._waiting.update(passed_over)
         self._reclaimed.update(chosen)
         return chosen
 

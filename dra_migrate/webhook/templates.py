@@ -40,8 +40,6 @@ from dra_migrate.webhook.watchcache import WatchCache
 CONFLICT_SECONDS = 5.0
 MAX_REMEMBERED_CONFLICTS = 1_000
 MANAGED_SELECTOR = f"{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}"
-# Locks for creating templates, shared by namespaces with the same hash: bounded for any number of them.
-CREATION_LOCKS = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,8 +127,7 @@ class TemplateEnsurer:
         self._conflicts = _Conflicts(clock)
         self._on_created = on_created
         self._on_api_error = on_api_error
-        # threading's locks: gevent's cooperative ones in `serve` (patched before this import).
-        self._creation_locks = [threading.Lock() for _ in range(CREATION_LOCKS)]
+        self._creation_locks = KeyedLocks()
 
     def ensure(self, templates: Sequence[dict[str, Any]], *, create: bool, budget: Budget) -> list[str]:
         """Names of the templates created. With `create=False` (dry run) nothing is created.
@@ -156,23 +153,21 @@ class TemplateEnsurer:
         namespace = template["metadata"]["namespace"]
         name = template["metadata"]["name"]
         wanted = spec_key(template)
-        key = (namespace, name, wanted)
-        if key in self._conflicts:
+        if (namespace, name, wanted) in self._conflicts:
             raise TemplateConflictError(namespace, name)
         resource = claim_templates(_version(template))
-        cache = self._current(resource)
-        if cache is not None:
-            record = cache.get(namespace, name)
-            if record is not None:
-                return self._compare(record.spec_key, wanted, namespace, name, remember=False)
-        else:
-            existing = self._api.get(resource, namespace, name, budget.timeout("get_resourceclaimtemplates"))
-            if existing is not None:
-                return self._compare(spec_key(existing), wanted, namespace, name, remember=True)
-        if not create:
+        if self._exists(resource, namespace, name, wanted, budget) or not create:
             return False
         with self._creating_in(namespace, budget):
-            self._check_limit(resource, namespace, budget)
+            # Another review of this worker may have created it while this one waited for its turn.
+            if self._exists(resource, namespace, name, wanted, budget):
+                return False
+            if self._at_limit(resource, namespace, budget):
+                # Perhaps only because another replica has just created this very template.
+                existing = self._api.get(resource, namespace, name, budget.timeout("get_resourceclaimtemplates"))
+                if existing is None:
+                    raise TemplateLimitError(namespace, self._max)
+                return self._compare(spec_key(existing), wanted, namespace, name, remember=True)
             try:
                 stored = self._api.create(
                     resource, namespace, template, budget.timeout("create_resourceclaimtemplates")
@@ -185,37 +180,50 @@ class TemplateEnsurer:
                         "get_resourceclaimtemplates", "vanished", f"{namespace}/{name} was deleted while being created"
                     ) from None
                 return self._compare(spec_key(existing), wanted, namespace, name, remember=True)
+            cache = self._current(resource)
             if cache is not None:
                 cache.observe(stored)  # counted and known at once, before the watch event
         self._on_created()
         return True
 
+    def _exists(self, resource: ApiResource, namespace: str, name: str, wanted: str, budget: Budget) -> bool:
+        """True when the template exists with the spec wanted; raises TemplateConflictError for another spec.
+
+        Answered by the watched copy when it is current, else by the API."""
+        cache = self._current(resource)
+        if cache is not None:
+            record = cache.get(namespace, name)
+            return record is not None and not self._compare(record.spec_key, wanted, namespace, name, remember=False)
+        existing = self._api.get(resource, namespace, name, budget.timeout("get_resourceclaimtemplates"))
+        return existing is not None and not self._compare(spec_key(existing), wanted, namespace, name, remember=True)
+
     @contextmanager
     def _creating_in(self, namespace: str, budget: Budget) -> Iterator[None]:
-        """This worker's only creation in the namespace while it lasts (no longer than the budget)."""
-        lock = self._creation_locks[hash(namespace) % CREATION_LOCKS]
-        if not lock.acquire(timeout=budget.timeout("create_resourceclaimtemplates")):
-            raise ApiError(
-                "create_resourceclaimtemplates", "timeout", "waited too long for this worker's other creations"
-            )
-        try:
+        """This worker's only creation in the namespace while it lasts. Waiting for it is waiting for
+        the API calls of the creations before (no longer than the review's budget for the API)."""
+        with self._creation_locks.holding(namespace, budget.timeout("create_resourceclaimtemplates")) as held:
+            if not held:
+                raise ApiError(
+                    "create_resourceclaimtemplates",
+                    "timeout",
+                    "the creations before it in the namespace took the review's time",
+                )
             yield
-        finally:
-            lock.release()
 
     def _compare(self, existing: str, wanted: str, namespace: str, name: str, *, remember: bool) -> bool:
+        """False when the specs are the same (nothing created); raises TemplateConflictError otherwise."""
         if existing != wanted:
             if remember:
                 self._conflicts.add((namespace, name, wanted))
             raise TemplateConflictError(namespace, name)
         return False
 
-    def _check_limit(self, resource: ApiResource, namespace: str, budget: Budget) -> None:
-        """Refuse from the watched copy when it already shows the limit reached; else count with a
-        read from the API, which includes other replicas' creations the copy may not show yet."""
+    def _at_limit(self, resource: ApiResource, namespace: str, budget: Budget) -> bool:
+        """The watched copy already shows the limit reached, or else a read from the API does (it
+        includes other replicas' creations the copy may not show yet)."""
         cache = self._current(resource)
         if cache is not None and sum(1 for record in cache.items(namespace) if record.managed) >= self._max:
-            raise TemplateLimitError(namespace, self._max)
+            return True
         page = self._api.list_page(
             resource,
             namespace,
@@ -223,8 +231,37 @@ class TemplateEnsurer:
             label_selector=MANAGED_SELECTOR,
             limit=self._max,
         )
-        if len(page.items) >= self._max:
-            raise TemplateLimitError(namespace, self._max)
+        return len(page.items) >= self._max
+
+
+class KeyedLocks:
+    """One lock per key while anyone holds or waits for it (threading's: gevent's in `serve`)."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, tuple[threading.Lock, int]] = {}
+        self._guard = threading.Lock()
+
+    @contextmanager
+    def holding(self, key: str, timeout: float) -> Iterator[bool]:
+        """Yields whether the key's lock was acquired within `timeout` seconds."""
+        with self._guard:
+            lock, users = self._locks.get(key, (threading.Lock(), 0))
+            self._locks[key] = (lock, users + 1)
+        acquired = lock.acquire(timeout=timeout)
+        try:
+            yield acquired
+        finally:
+            if acquired:
+                lock.release()
+            with self._guard:
+                lock, users = self._locks[key]
+                if users == 1:
+                    del self._locks[key]
+                else:
+                    self._locks[key] = (lock, users - 1)
+
+    def __len__(self) -> int:
+        return len(self._locks)
 
 
 def _version(template: Mapping[str, Any]) -> str:

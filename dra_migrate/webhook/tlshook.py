@@ -55,9 +55,12 @@ class GunicornSSLContextHook:
         return self._reloader
 
     def prepare(self, config: Any) -> None:
-        """Build the reloader now, in the master, from gunicorn's settings."""
+        """Build the reloader now, in the master, from gunicorn's settings. Once only: gunicorn
+        reads its settings again on SIGHUP, and a fresh reloader would forget the rotations
+        refused so far and give the new workers the files as they are."""
         with self._lock:
-            self._reloader = self._build(config)
+            if self._reloader is None:
+                self._reloader = self._build(config)
 
     def check_in_master(self) -> None:
         """gunicorn `when_ready`: look at the files every check interval in the master, so that a

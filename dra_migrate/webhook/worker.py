@@ -23,6 +23,7 @@ on one connection included), and that wait decides whether a review is served or
 
 from __future__ import annotations
 
+import _socket
 import os
 import socket
 import ssl
@@ -153,7 +154,7 @@ class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no ty
             util.close(client)
             return
         try:
-            if reclaimed := self._connections.to_reclaim():
+            if reclaimed := self._connections.to_reclaim(_has_input):
                 self._shut_down(reclaimed)
                 metrics.connections_closed(metrics.RECLAIMED_WAITING, len(reclaimed))
             self._handshake_and_serve(listener, client, addr)
@@ -207,3 +208,21 @@ class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no ty
         finally:
             metrics.record_review(metrics.SHED_OUTCOME, time.monotonic() - read)
         return True
+
+
+def _has_input(sock: Any) -> bool:
+    """Bytes of a request already received, decrypted or not: the connection is not idle. Peeked
+    through a duplicate of the descriptor, without gevent (whose socket would wait) or select()
+    (limited to descriptors below 1,024)."""
+    try:
+        if sock.pending():
+            return True
+        duplicate = _socket.socket(fileno=os.dup(sock.fileno()))
+        try:
+            return bool(duplicate.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+        finally:
+            duplicate.close()
+    except (BlockingIOError, InterruptedError):
+        return False  # nothing received
+    except (OSError, ValueError):
+        return False  # closed meanwhile: shutting it down costs nothing

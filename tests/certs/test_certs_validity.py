@@ -8,6 +8,7 @@ import ssl
 from pathlib import Path
 
 import pytest
+from cert_chain import intermediate
 from certs_support import client_context, fetch_serial, running_server
 from secret_volume import SecretVolume
 
@@ -62,14 +63,22 @@ def reloader_for(volume: SecretVolume, events: Events, wall: WallClock | None = 
     )
 
 
-def test_expired_rotation_does_not_replace_a_valid_certificate(
+def after_an_expired_rotation(
     tmp_path: Path, ca: generate.CertifiedKey, events: Events
-) -> None:
+) -> tuple[ReloadingTLSContext, generate.CertifiedKey, SecretVolume]:
+    """A reloader serving a valid pair whose files were then replaced by an expired one (not checked yet)."""
     volume = SecretVolume(tmp_path / "secret")
     good = leaf(ca)
     volume.publish_pair(good)
     reloader = reloader_for(volume, events)
     volume.publish_pair(expired(ca))
+    return reloader, good, volume
+
+
+def test_expired_rotation_does_not_replace_a_valid_certificate(
+    tmp_path: Path, ca: generate.CertifiedKey, events: Events
+) -> None:
+    reloader, good, volume = after_an_expired_rotation(tmp_path, ca, events)
     for _ in range(3):  # checked again and again while the files stay so: reported once
         assert reloader.reload_if_changed() is False
     assert reloader.certificate is not None and reloader.certificate.serial == good.cert.serial_number
@@ -112,36 +121,39 @@ def test_an_expired_certificate_is_served_when_nothing_better_exists_but_reporte
 
 
 def test_the_chain_sets_the_validity_window(tmp_path: Path, ca: generate.CertifiedKey, events: Events) -> None:
-    """The earliest notAfter and the latest notBefore of the certificates sent: a valid leaf with an
-    expired or not yet valid intermediate is refused by clients, so it is a problem, named."""
+    """The earliest notAfter and the latest notBefore of the leaf and the intermediates it is
+    verified through: a valid leaf sent with an expired or not yet valid intermediate is refused by
+    clients, so it is a problem, named. Certificates off that path (an extra root, another CA's)
+    do not count."""
     volume = SecretVolume(tmp_path / "secret")
-    served = leaf(ca)
     now = dt.datetime.now(dt.UTC)
-    old = generate.create_ca(common_name="old intermediate", now=now - 400 * DAY, validity=DAY)
-    future = generate.create_ca(common_name="future intermediate", now=now + DAY, validity=DAY)
-    for extra, text in (
-        (old, "CN=old intermediate expired at"),
-        (future, "CN=future intermediate is not valid before"),
+    current = intermediate(ca, "issuing CA", not_before=now - DAY, not_after=now + 400 * DAY)
+    served = leaf(current)
+    for validity, text in (
+        ((now - 400 * DAY, now - DAY), "CN=issuing CA expired at"),
+        ((now + DAY, now + 9 * DAY), "CN=issuing CA is not valid before"),
     ):
-        volume.publish({"tls.crt": served.cert_pem() + extra.cert_pem(), "tls.key": served.key_pem()})
-        reloader = reloader_for(volume, events)
-        problem = reloader.certificate_problem()
+        sent = intermediate(ca, "issuing CA", not_before=validity[0], not_after=validity[1], key=current.key)
+        volume.publish({"tls.crt": served.cert_pem() + sent.cert_pem(), "tls.key": served.key_pem()})
+        problem = reloader_for(volume, events).certificate_problem()
         assert problem is not None and f"certificate serial={served.cert.serial_number:x}" in problem, problem
         assert f"the chain certificate {text}" in problem, problem
-    # A leaf with a longer-lived CA in its chain: the leaf's own window, and the leaf named.
-    volume.publish({"tls.crt": served.cert_pem() + ca.cert_pem(), "tls.key": served.key_pem()})
+    unrelated = generate.create_ca(common_name="unrelated", now=now - 400 * DAY, validity=DAY)
+    volume.publish(
+        {
+            "tls.crt": served.cert_pem() + current.cert_pem() + ca.cert_pem() + unrelated.cert_pem(),
+            "tls.key": served.key_pem(),
+        }
+    )
     info = reloader_for(volume, events).certificate
     assert info is not None and info.not_after == served.cert.not_valid_after_utc and info.expires_first == ""
+    assert reloader_for(volume, events).certificate_problem() is None
 
 
 def test_a_forked_copy_serves_the_same_pair_and_reports_nothing(
     tmp_path: Path, ca: generate.CertifiedKey, events: Events
 ) -> None:
-    volume = SecretVolume(tmp_path / "secret")
-    good = leaf(ca)
-    volume.publish_pair(good)
-    reloader = reloader_for(volume, events)
-    volume.publish_pair(expired(ca))
+    reloader, good, volume = after_an_expired_rotation(tmp_path, ca, events)
     reloader.reload_if_changed()  # refused and reported by the process that forks
     reloader.forked()
     reloader.reload_if_changed()

@@ -574,3 +574,8 @@ def pause_pod(name: str, **spec: Any) -> Obj:
         "metadata": {"name": name},
         "spec": {"containers": [container], "terminationGracePeriodSeconds": 0, **spec},
     }
+
+
+def gpu_pod(name: str, resource: str = "nvidia.com/gpu", count: int = 1, **spec: Any) -> Obj:
+    """A pause pod whose container asks the device plugin for `count` of `resource` (limits)."""
+    return pause_pod(name, resources={"limits": {resource: str(count)}}, **spec)

@@ -27,7 +27,7 @@ import pytest
 import yaml
 from kubernetes.client.exceptions import ApiException
 
-from .cluster_fixtures import Kube, create_namespace, delete_namespace, pause_pod
+from .cluster_fixtures import Kube, create_namespace, delete_namespace, gpu_pod
 from .controlplane import ControlPlane, free_port, remove_workdir
 from .pki import CertificateAuthority, CertKeyPair, create_ca, issue_cert
 from .webhook_process import DEPLOY_SERVER_CONFIG, LocalWebhook
@@ -128,10 +128,6 @@ def namespace(cluster: AuthenticatingCluster) -> Iterator[str]:
         yield name
     finally:
         delete_namespace(cluster.kube, name)
-
-
-def gpu_pod(name: str) -> dict[str, object]:
-    return pause_pod(name, resources={"limits": {"nvidia.com/gpu": "1"}})
 
 
 def test_pod_is_converted_through_an_authenticated_apiserver(cluster: AuthenticatingCluster, namespace: str) -> None:

@@ -35,7 +35,7 @@ import yaml
 from kubernetes.client.exceptions import ApiException
 from polling import wait_for
 
-from .cluster_fixtures import RESOURCE_API, FakeCluster, Kube, pause_pod, wait_for_pod_claims
+from .cluster_fixtures import RESOURCE_API, FakeCluster, Kube, gpu_pod, pause_pod, wait_for_pod_claims
 from .controlplane import ControlPlane, free_port
 from .webhook_process import REPO_ROOT, WebhookServer, WebhookTls
 
@@ -179,10 +179,6 @@ def route_service_to_loopback(release: Release) -> None:
             },
         }
     )
-
-
-def gpu_pod(name: str) -> Obj:
-    return pause_pod(name, resources={"limits": {"nvidia.com/gpu": "1"}})
 
 
 @pytest.fixture(scope="module")

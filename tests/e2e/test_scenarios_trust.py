@@ -34,8 +34,8 @@ from .cluster_fixtures import (
     claims_owned_by,
     delete_namespace,
     device_class,
+    gpu_pod,
     nvidia_type_selector,
-    pause_pod,
 )
 from .webhook_process import LocalWebhook, WebhookServer, deploy_server_config
 
@@ -49,10 +49,6 @@ DEVICES_KEY = "gpu.nvidia.com.deviceclass.resource.k8s.io/devices"
 def _default_webhook(webhook: LocalWebhook) -> Iterator[None]:
     webhook.ensure_default()
     yield
-
-
-def gpu_pod(name: str, resource: str = GPU, count: int = 1, **spec: Any) -> Obj:
-    return pause_pod(name, resources={"limits": {resource: str(count)}}, **spec)
 
 
 def with_webhook(**settings: Any) -> dict[str, Any]:
@@ -194,7 +190,9 @@ def test_templates_per_namespace_stay_bounded_under_a_burst_from_three_replicas(
         reviews = [(server, pod) for offset, server in enumerate(servers) for pod in pods[offset:] + pods[:offset]]
         start = threading.Barrier(len(reviews))
         with ThreadPoolExecutor(max_workers=len(reviews)) as pool:
-            answers = [answer for answer in pool.map(lambda job: reviewed(*job, namespace, start), reviews) if answer]
+            answers = [
+                answer for answer in pool.map(lambda job: reviewed(job[0], job[1], namespace, start), reviews) if answer
+            ]
     finally:
         for server in servers:
             server.stop()

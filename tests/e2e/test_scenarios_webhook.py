@@ -27,6 +27,7 @@ from .cluster_fixtures import (
     NvidiaDraNode,
     allocation_results,
     claims_owned_by,
+    gpu_pod,
     pause_pod,
     pod_condition,
     wait_for_pod_bound,
@@ -47,11 +48,6 @@ def _default_webhook(webhook: LocalWebhook) -> Iterator[None]:
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def gpu_pod(name: str, resource: str = GPU, count: int = 1, **spec: Any) -> Obj:
-    limits = {resource: str(count)}
-    return pause_pod(name, resources={"limits": limits}, **spec)
 
 
 def all_containers(pod: Mapping[str, Any]) -> list[Obj]:

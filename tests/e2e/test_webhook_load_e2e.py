@@ -23,7 +23,7 @@ import pytest
 import yaml
 from kubernetes.client.exceptions import ApiException
 
-from .cluster_fixtures import Kube, pause_pod
+from .cluster_fixtures import Kube, gpu_pod
 from .controlplane import ControlPlane
 from .webhook_process import LocalWebhook
 
@@ -35,10 +35,6 @@ GPU = "nvidia.com/gpu"
 def _default_webhook(webhook: LocalWebhook) -> Iterator[None]:
     webhook.ensure_default()
     yield
-
-
-def gpu_pod(name: str) -> Obj:
-    return pause_pod(name, resources={"limits": {GPU: "1"}})
 
 
 def is_converted(pod: Obj) -> bool:

@@ -12,6 +12,7 @@ import ssl
 import time
 from pathlib import Path
 
+from cert_chain import intermediate
 from cryptography import x509
 from polling import wait_until
 from secret_volume import SecretVolume
@@ -100,6 +101,13 @@ def test_expired_rotation_keeps_the_valid_certificate_and_is_counted(
     assert server.session.get(f"{server.url}/readyz").status_code == 200
     assert failures() == 1
 
+    # So do the workers of a reload (SIGHUP: gunicorn reads its settings again and replaces them all).
+    workers = worker_pids(server)
+    server.process.send_signal(signal.SIGHUP)
+    wait_until(lambda: not set(worker_pids(server)) & set(workers), timeout=30, what="the workers replaced")
+    assert {served_serial(server.port) for _ in range(40)} == {good.cert.serial_number}
+    assert server.session.get(f"{server.url}/readyz").status_code == 200
+
 
 def worker_pids(server: ServerProcess) -> list[int]:
     master = server.process.pid
@@ -107,28 +115,30 @@ def worker_pids(server: ServerProcess) -> list[int]:
 
 
 def test_an_expired_certificate_in_the_chain_is_not_ready(kubeconfig: Path, tmp_path: Path) -> None:
-    """A valid leaf sent with an expired intermediate: clients refuse the chain, so not ready."""
-    ca = create_ca(now=dt.datetime.now(dt.UTC) - DAY)
-    expired_intermediate = create_ca(
-        common_name="old intermediate", now=dt.datetime.now(dt.UTC) - 400 * DAY, validity=DAY
-    )
-    leaf = serving(ca)
+    """A valid leaf sent with its issuer's expired certificate: clients refuse the chain, so not ready."""
+    now = dt.datetime.now(dt.UTC)
+    root = create_ca(now=now - DAY)
+    issuing = intermediate(root, "old intermediate", not_before=now - DAY, not_after=now + 400 * DAY)
+    leaf = serving(issuing)
+    expired = intermediate(root, "old intermediate", not_before=now - 400 * DAY, not_after=now - DAY, key=issuing.key)
     volume = SecretVolume(tmp_path / "tls")
     volume.publish(
-        {
-            "tls.crt": leaf.cert_pem() + expired_intermediate.cert_pem(),
-            "tls.key": leaf.key_pem(),
-            "ca.crt": ca.cert_pem(),
-        }
+        {"tls.crt": leaf.cert_pem() + expired.cert_pem(), "tls.key": leaf.key_pem(), "ca.crt": root.cert_pem()}
     )
     server = ServerProcess(tls_dir=volume.root, work_dir=tmp_path, kubeconfig=kubeconfig)
     try:
-        status, body = wait_for_answer(server, "/readyz")
-        assert status == 503
-        problems = json.loads(body)["problems"]
+        problems = not_ready_because(server)
         assert any("the chain certificate CN=old intermediate expired at" in problem for problem in problems), problems
     finally:
         server.stop()
+
+
+def not_ready_because(server: ServerProcess) -> list[str]:
+    """The problems of a server whose /readyz answers 503."""
+    status, body = wait_for_answer(server, "/readyz")
+    assert status == 503, body
+    problems: list[str] = json.loads(body)["problems"]
+    return problems
 
 
 def wait_for_answer(server: ServerProcess, path: str) -> tuple[int, str]:
@@ -148,9 +158,7 @@ def test_serving_an_expired_certificate_is_not_ready(kubeconfig: Path, tmp_path:
     publish(volume, ca, serving(ca, dt.datetime.now(dt.UTC) - 400 * DAY))
     server = ServerProcess(tls_dir=volume.root, work_dir=tmp_path, kubeconfig=kubeconfig)
     try:
-        status, body = wait_for_answer(server, "/readyz")
-        assert status == 503
-        problems = json.loads(body)["problems"]
+        problems = not_ready_because(server)
         assert any("expired at" in problem for problem in problems), problems
         assert unverified_get(server.port, "/healthz")[0] == 200  # alive, just not ready
     finally:

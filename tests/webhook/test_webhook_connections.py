@@ -44,6 +44,27 @@ def test_the_longest_waiting_are_reclaimed_until_headroom_is_free_twice_over() -
     assert len(connections) == 80
 
 
+def test_a_connection_with_a_request_on_its_way_is_passed_over() -> None:
+    connections = book()
+    for n in range(90):
+        connections.open(n, "10.0.0.1" if n < 45 else "10.0.0.2")
+        connections.waiting(n, first=True)
+    assert connections.to_reclaim(has_input=lambda n: n in (0, 3)) == [1, 2, *range(4, 12)]
+    # Passed over: still waiting, now counted as the most recent.
+    assert connections.waiting_connections()[:2] == [12, 13] and {0, 3} <= set(connections.waiting_connections())
+
+
+def test_a_reclaimed_connection_that_finishes_a_request_is_not_waiting_again() -> None:
+    connections = book()
+    for n in range(90):
+        connections.open(n, "10.0.0.1" if n < 45 else "10.0.0.2")
+        connections.waiting(n, first=True)
+    [*reclaimed] = connections.to_reclaim()
+    connections.waiting(reclaimed[0])  # its handler finished a request it had already read
+    assert reclaimed[0] not in connections.waiting_connections()
+    assert connections.to_reclaim() == []  # not chosen, nor counted, twice
+
+
 def test_connections_in_their_handshake_or_serving_are_never_reclaimed() -> None:
     connections = book()
     for n in range(95):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -30,7 +31,13 @@ from dra_migrate.webhook.extended import ExtendedResourceIndex, serving_record, 
 from dra_migrate.webhook.resource_api import ApiError
 from dra_migrate.webhook.responses import Outcome
 from dra_migrate.webhook.review import Reviewer
-from dra_migrate.webhook.templates import TemplateConflictError, TemplateEnsurer, TemplateLimitError, TemplateRecord
+from dra_migrate.webhook.templates import (
+    KeyedLocks,
+    TemplateConflictError,
+    TemplateEnsurer,
+    TemplateLimitError,
+    TemplateRecord,
+)
 from dra_migrate.webhook.watchcache import WatchCache
 
 
@@ -131,7 +138,8 @@ def test_ensurer_without_a_copy_asks_the_api_each_time() -> None:
     assert fake.templates == {} and fake.calls_to("GET") == 1
     assert ensurer.ensure([_template()], create=True, budget=_budget()) == [_template()["metadata"]["name"]]
     assert ensurer.ensure([_template()], create=True, budget=_budget()) == []
-    assert fake.calls_to("GET", "/resourceclaimtemplates/") == 3 and fake.calls_to("POST") == 1
+    # Created: asked before and again once its turn to create came (another review may have made it).
+    assert fake.calls_to("GET", "/resourceclaimtemplates/") == 4 and fake.calls_to("POST") == 1
     assert fake.calls_to("GET", "resourceclaimtemplates?") == 1  # counting ours before creating one
 
 
@@ -219,6 +227,44 @@ def test_templates_per_namespace_are_bounded() -> None:
         ensurer.ensure([_template("elsewhere-" + namespace, 4)], create=True, budget=_budget())
         caches.stop()
     fake.close()
+
+
+@pytest.mark.parametrize("synced", [False, True])
+def test_pods_sharing_a_new_template_at_the_limit_are_all_admitted(synced: bool) -> None:
+    """One below the limit, reviews of one Deployment's pods need the same new template at once:
+    one creates it, the others find it once their turn comes instead of counting it as one too many."""
+    fake = FakeKube()
+    caches = _synced(fake) if synced else ClusterCaches()
+    ensurer = TemplateEnsurer(fake, _templates_of(caches), max_per_namespace=3)
+    for count in (1, 2):
+        ensurer.ensure([_template("deploy", count)], create=True, budget=_budget())
+    fake.delay = 0.05  # every API call is slow: the reviews overlap
+    results: list[list[str] | BaseException] = []
+
+    def review() -> None:
+        try:
+            results.append(ensurer.ensure([_template("deploy", 3)], create=True, budget=_budget()))
+        except BaseException as exc:
+            results.append(exc)
+
+    threads = [threading.Thread(target=review) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(map(repr, results)) == sorted([repr([_template("deploy", 3)["metadata"]["name"]]), *["[]"] * 3])
+    assert fake.calls_to("POST") == 3
+    caches.stop()
+    fake.close()
+
+
+def test_creation_locks_exist_only_while_used_and_keys_do_not_wait_for_each_other() -> None:
+    locks = KeyedLocks()
+    with locks.holding("a", timeout=1) as first, locks.holding("b", timeout=0.01) as other:
+        assert first and other and len(locks) == 2
+        with locks.holding("a", timeout=0.01) as again:
+            assert not again  # held above: a waiter gives up after its timeout
+    assert len(locks) == 0
 
 
 def test_ensurer_reports_api_errors() -> None:
