@@ -1,14 +1,15 @@
 """dra-migrate: move device-plugin accelerator workloads to Kubernetes Dynamic Resource Allocation.
 
 Parts: `engine` (pure conversion), `translator` (files), `webhook` (admission), `certs` (TLS).
-Importing this package loads only the configuration file's sections that parts own (small,
-standard-library modules: configfile.py validates every section whichever command reads the
-file), so every command starts fast (`__version__` reads the installed metadata on first use).
+Importing this package loads nothing else, so every command starts fast (`__version__` reads the
+installed metadata on first use).
 """
 
 from __future__ import annotations
 
-import dra_migrate.webhook.policy  # noqa: F401 - registers the `webhook:` section
+# The modules that register the parts' sections of the configuration file (configsections.py),
+# imported when a file is read, whichever command reads it.
+CONFIG_SECTION_MODULES = ("dra_migrate.webhook.policy",)
 
 
 def __getattr__(name: str) -> str:

@@ -2,9 +2,9 @@
 
 It sits above both edges and knows neither: the engine interprets the file's mapping sections,
 and each other part registers its own top-level section (configsections.py: a key, a JSON
-Schema and a parser) when the part is imported; `dra_migrate/__init__.py` imports every part's
-section module, so every section is validated whichever command reads the file (a misspelt
-key is an error everywhere).
+Schema and a parser) in a module that `dra_migrate.CONFIG_SECTION_MODULES` names and that is
+imported when a file is read, so every section is validated whichever command reads the file (a
+misspelt key is an error everywhere).
 """
 
 from __future__ import annotations

@@ -1,20 +1,21 @@
 """The configuration file's sections that parts own, registered by each part when it is imported.
 
-Standard library only: the parts' section modules import this at package import time
-(`dra_migrate/__init__.py`), and configfile.py validates and parses what is registered.
+`dra_migrate.CONFIG_SECTION_MODULES` names the parts' section modules; they are imported when the
+first file is read (not on every start: a command without a configuration file needs none), and
+configfile.py validates and parses what they registered. Standard library only, and no
+dataclasses: this module is on every command's start-up path.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 Parsed = TypeVar("Parsed")
 
 
-@dataclass(frozen=True, eq=False)
-class Section(Generic[Parsed]):
+class Section(NamedTuple, Generic[Parsed]):
     """One top-level section of the file that a part owns."""
 
     key: str
@@ -33,4 +34,9 @@ def register_section(section: Section[Any]) -> None:
 
 
 def registered_sections() -> tuple[Section[Any], ...]:
+    """Every part's section (their modules imported on the first call)."""
+    import dra_migrate
+
+    for name in dra_migrate.CONFIG_SECTION_MODULES:
+        importlib.import_module(name)
     return tuple(_SECTIONS.values())

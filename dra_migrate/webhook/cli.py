@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dra_migrate.exits import fail
-from dra_migrate.webhook.policy import WEBHOOK_SECTION
 
 if TYPE_CHECKING:
     from kubernetes.client import Configuration
@@ -131,6 +130,8 @@ def run_server(args: argparse.Namespace) -> int:
     )
     if settings.config.target.notice:  # a target newer than the release table: said once, at start
         logging.getLogger("dra_migrate.webhook").warning("%s", settings.config.target.notice)
+    from dra_migrate.webhook.policy import WEBHOOK_SECTION
+
     for key in settings.get(WEBHOOK_SECTION).deprecated:
         logging.getLogger("dra_migrate.webhook").warning("webhook.%s is deprecated: %s", key, DEPRECATED[key])
     # Must be set before prometheus_client is imported (it picks its value class then).

@@ -83,11 +83,13 @@ def test_edges_do_not_import_each_other(part: str) -> None:
 @pytest.mark.parametrize("name", ["configfile.py", "configsections.py"])
 def test_the_configuration_loader_imports_no_part(name: str) -> None:
     for target, line in internal_targets(PACKAGE / name):
-        assert target in ("dra_migrate.engine", "dra_migrate.configsections"), f"{name}:{line} imports {target}"
+        assert target in ("dra_migrate", "dra_migrate.engine", "dra_migrate.configsections"), (
+            f"{name}:{line} imports {target}"
+        )
 
 
 def test_every_part_section_is_registered_for_every_command() -> None:
-    """A bare `import dra_migrate` (what every command does first) registers the parts' sections."""
+    """Reading a configuration document registers the parts' sections first, whichever part reads it."""
     from dra_migrate.configfile import parse_settings
     from dra_migrate.webhook.policy import WEBHOOK_SECTION, Mode
 
