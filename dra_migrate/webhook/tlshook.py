@@ -26,7 +26,7 @@ class GunicornSSLContextHook:
     """Value for gunicorn's `ssl_context` setting (arity 2, as gunicorn checks).
 
     gunicorn calls the hook for every accepted connection in sync/gthread workers, so the
-    reloading context is built once per worker process, lazily on first use, and reused.
+    reloading context is built once, by `prepare` in the master or else on first use, and reused.
     It ignores gunicorn's default factory (which re-reads the files on every call) but
     copies its `ciphers`, `ca_certs` and `cert_reqs` settings. ALPN is not offered, so
     clients speak HTTP/1.1.
@@ -58,9 +58,7 @@ class GunicornSSLContextHook:
         """Build the reloader now, in the master, from gunicorn's settings. Once only: gunicorn
         reads its settings again on SIGHUP, and a fresh reloader would forget the rotations
         refused so far and give the new workers the files as they are."""
-        with self._lock:
-            if self._reloader is None:
-                self._reloader = self._build(config)
+        self._built(config)
 
     def check_in_master(self) -> None:
         """gunicorn `when_ready`: look at the files every check interval in the master, so that a
@@ -87,13 +85,17 @@ class GunicornSSLContextHook:
             self._reloader.forked()
 
     def __call__(self, config: Any, default_ssl_context_factory: Callable[[], ssl.SSLContext]) -> ssl.SSLContext:
+        return self._built(config).context
+
+    def _built(self, config: Any) -> ReloadingTLSContext:
+        """The reloader, built from gunicorn's settings the first time only."""
         reloader = self._reloader
         if reloader is None:
             with self._lock:
                 if self._reloader is None:
                     self._reloader = self._build(config)
                 reloader = self._reloader
-        return reloader.context
+        return reloader
 
     def _build(self, config: Any) -> ReloadingTLSContext:
         cert_file = self._cert_file or config.certfile

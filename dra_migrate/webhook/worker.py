@@ -28,8 +28,8 @@ import os
 import socket
 import ssl
 import time
-from collections.abc import Callable
-from contextlib import suppress
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import gevent
@@ -142,10 +142,10 @@ class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no ty
     def _shut_down(connections: list[Any]) -> None:
         """End connections whose handlers wait for a request: their read sees the end of the stream
         and they close. Shut down through a duplicate of the descriptor (one TCP socket either way):
-        the TLS socket's own `shutdown` drops its TLS state and wakes the waiting read with an
-        error, each logged with a traceback."""
+        the TLS socket's own `shutdown`, and gevent's, drop its TLS state or wake the waiting read
+        with an error, each logged with a traceback."""
         for sock in connections:
-            with suppress(OSError), socket.socket(fileno=os.dup(sock.fileno())) as duplicate:
+            with suppress(OSError), _duplicate(sock) as duplicate:
                 duplicate.shutdown(socket.SHUT_RDWR)
 
     def handle(self, listener: Any, client: Any, addr: Any) -> None:
@@ -210,18 +210,25 @@ class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no ty
         return True
 
 
+@contextmanager
+def _duplicate(sock: Any) -> Iterator[_socket.socket]:
+    """The connection's TCP socket through a duplicate descriptor, outside gevent and TLS: a call on
+    it neither waits in the hub nor touches the TLS state the connection's handler is using."""
+    duplicate = _socket.socket(fileno=os.dup(sock.fileno()))
+    try:
+        yield duplicate
+    finally:
+        duplicate.close()
+
+
 def _has_input(sock: Any) -> bool:
     """Bytes of a request already received, decrypted or not: the connection is not idle. Peeked
-    through a duplicate of the descriptor, without gevent (whose socket would wait) or select()
-    (limited to descriptors below 1,024)."""
+    through a duplicate of the descriptor, not select() (limited to descriptors below 1,024)."""
     try:
         if sock.pending():
             return True
-        duplicate = _socket.socket(fileno=os.dup(sock.fileno()))
-        try:
+        with _duplicate(sock) as duplicate:
             return bool(duplicate.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
-        finally:
-            duplicate.close()
     except (BlockingIOError, InterruptedError):
         return False  # nothing received
     except (OSError, ValueError):
