@@ -34,7 +34,6 @@ import threading
 import time
 import urllib.error
 import urllib.request
-import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -42,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from admission import make_review
 from kubernetes.client.exceptions import ApiException
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -221,20 +221,7 @@ class WebhookServer:
         """POST an AdmissionReview for creating `pod` to this server itself, as kube-apiserver would
         (bypassing the apiserver and its selectors); its AdmissionResponse. With `start`, the TLS
         connection is made first and the request sent once every party has reached the barrier."""
-        review = {
-            "apiVersion": "admission.k8s.io/v1",
-            "kind": "AdmissionReview",
-            "request": {
-                "uid": str(uuid.uuid4()),
-                "kind": {"group": "", "version": "v1", "kind": "Pod"},
-                "resource": {"group": "", "version": "v1", "resource": "pods"},
-                "namespace": namespace,
-                "operation": "CREATE",
-                "userInfo": {"username": "someone"},
-                "object": dict(pod),
-                "dryRun": dry_run,
-            },
-        }
+        review = make_review(pod, namespace=namespace, dry_run=dry_run)
         connection = http.client.HTTPSConnection("127.0.0.1", self.port, context=self.tls.client_context(), timeout=10)
         try:
             connection.connect()

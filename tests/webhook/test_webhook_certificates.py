@@ -12,11 +12,12 @@ import ssl
 import time
 from pathlib import Path
 
+from admission import make_review
 from cert_chain import intermediate
 from cryptography import x509
 from polling import wait_until
 from secret_volume import SecretVolume
-from webhook_support import ServerProcess, StartServer, make_review
+from webhook_support import ServerProcess, StartServer
 
 from dra_migrate.certs.generate import CertifiedKey, create_ca, issue_serving_cert
 

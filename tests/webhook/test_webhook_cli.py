@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from admission import make_review
 from fakekube import write_kubeconfig
-from webhook_support import ROOT, SERVE_COMMAND, StartServer, gpu_pod, make_review
+from webhook_support import ROOT, SERVE_COMMAND, StartServer, gpu_pod
 
 from dra_migrate.cli import main
 

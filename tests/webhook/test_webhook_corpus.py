@@ -9,8 +9,9 @@ from typing import Any
 import corpus
 import jsonpatch
 import pytest
+from admission import make_review
 from fakekube import FakeKubeServer
-from webhook_support import ServerProcess, corpus_pods, decoded_patch, make_review
+from webhook_support import ServerProcess, corpus_pods, decoded_patch
 
 from dra_migrate.engine import at_admission, convert, default_config
 

@@ -12,11 +12,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from admission import make_review
 from fakekube import FakeKube, FakeKubeServer
 from flask.testing import FlaskClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from webhook_support import ServerProcess, make_review
+from webhook_support import ServerProcess
 
 from dra_migrate.engine import default_config
 from dra_migrate.webhook.app import create_app

@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from admission import make_review
 from fakekube import FakeKubeServer
-from webhook_support import ServerProcess, decoded_patch, gpu_pod, make_review
+from webhook_support import ServerProcess, decoded_patch, gpu_pod
 
 
 @pytest.fixture(scope="module")

@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from admission import make_review
 from fakekube import FakeKubeServer, write_kubeconfig
 from polling import wait_until
-from webhook_support import StartServer, decoded_patch, free_port, gpu_pod, make_review, patched, watching
+from webhook_support import StartServer, decoded_patch, free_port, gpu_pod, patched, watching
 
 from dra_migrate.engine import at_admission, convert, default_config
 

@@ -6,8 +6,9 @@ import copy
 from pathlib import Path
 
 import yaml
+from admission import make_review
 from fakekube import FakeKubeServer
-from webhook_support import ROOT, StartServer, decoded_patch, gpu_pod, make_review, patched
+from webhook_support import ROOT, StartServer, decoded_patch, gpu_pod, patched
 
 from dra_migrate.engine import at_admission, convert, default_config
 from dra_migrate.webhook.optout import SKIP_KEY

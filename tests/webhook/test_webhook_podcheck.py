@@ -9,8 +9,9 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
+from admission import make_review
 from fakekube import FakeKube
-from webhook_support import ServerProcess, StartServer, make_review
+from webhook_support import ServerProcess, StartServer
 
 from dra_migrate.engine import default_config, parse_config
 from dra_migrate.webhook import review as review_module

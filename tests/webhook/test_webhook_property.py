@@ -9,11 +9,12 @@ import re
 from typing import Any
 
 import jsonpatch
+from admission import make_review
 from fakekube import FakeKube
 from flask.testing import FlaskClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from webhook_support import decoded_patch, make_review
+from webhook_support import decoded_patch
 
 from dra_migrate.engine import at_admission, convert, default_config
 from dra_migrate.webhook.app import create_app

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from webhook_support import gpu_pod, make_review
+from admission import make_review
+from webhook_support import gpu_pod
 
 from dra_migrate.engine import default_config
 from dra_migrate.webhook.budget import Budget

@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 import yaml
+from admission import make_review
 from fakekube import FakeKubeServer
 from gpu_cluster import POOL, snapshot_objects
-from webhook_support import StartServer, decoded_patch, gpu_pod, make_review
+from webhook_support import StartServer, decoded_patch, gpu_pod
 
 from dra_migrate.cli import main
 from dra_migrate.cluster.snapshot import write_snapshot

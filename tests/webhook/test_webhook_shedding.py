@@ -12,7 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from webhook_support import StartServer, gpu_pod, make_review
+from admission import make_review
+from webhook_support import StartServer, gpu_pod
 
 from dra_migrate.webhook.shedding import (
     BURST_SECONDS,

@@ -8,10 +8,11 @@ import ssl
 import threading
 from pathlib import Path
 
+from admission import make_review
 from cryptography import x509
 from polling import wait_until
 from secret_volume import SecretVolume
-from webhook_support import StartServer, gpu_pod, make_review
+from webhook_support import StartServer, gpu_pod
 
 from dra_migrate.certs.generate import create_ca, issue_serving_cert
 

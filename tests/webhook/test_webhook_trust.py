@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import requests
 import yaml
+from admission import make_review
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -33,7 +34,6 @@ from webhook_support import (
     StartServer,
     decoded_patch,
     gpu_pod,
-    make_review,
     patched,
     watching,
 )

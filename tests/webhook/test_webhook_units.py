@@ -10,8 +10,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from admission import make_review
 from fakekube import FakeKube
-from webhook_support import gpu_pod, make_review
+from webhook_support import gpu_pod
 
 from dra_migrate.engine import (
     DeviceRequestSpec,

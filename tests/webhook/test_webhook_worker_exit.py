@@ -16,9 +16,10 @@ import ssl
 import time
 from pathlib import Path
 
+from admission import make_review
 from fakekube import FakeKubeServer, write_kubeconfig
 from polling import wait_until
-from webhook_support import StartServer, gpu_pod, make_review
+from webhook_support import StartServer, gpu_pod
 
 
 def _files(directory: Path) -> set[Path]:

@@ -7,7 +7,6 @@ files, so helper modules of different parts must not share a name.)
 from __future__ import annotations
 
 import base64
-import copy
 import functools
 import json
 import os
@@ -16,7 +15,6 @@ import socket
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -152,33 +150,6 @@ class ServerProcess:
         self._log.close()
         self.session.close()
         return self.process.returncode
-
-
-def make_review(
-    pod: Mapping[str, Any],
-    *,
-    namespace: str = "team-a",
-    operation: str = "CREATE",
-    dry_run: bool = False,
-    api_version: str = "admission.k8s.io/v1",
-    old: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    request: dict[str, Any] = {
-        "uid": str(uuid.uuid4()),
-        "kind": {"group": "", "version": "v1", "kind": "Pod"},
-        "resource": {"group": "", "version": "v1", "resource": "pods"},
-        "requestKind": {"group": "", "version": "v1", "kind": "Pod"},
-        "requestResource": {"group": "", "version": "v1", "resource": "pods"},
-        "name": (pod.get("metadata") or {}).get("name", ""),
-        "namespace": namespace,
-        "operation": operation,
-        "userInfo": {"username": "tester", "groups": ["system:authenticated"]},
-        "object": copy.deepcopy(dict(pod)),
-        "oldObject": copy.deepcopy(dict(old)) if old is not None else None,
-        "dryRun": dry_run,
-        "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"},
-    }
-    return {"apiVersion": api_version, "kind": "AdmissionReview", "request": request}
 
 
 def gpu_pod(name: str = "trainer", count: int | str = 2, *, resource: str = "nvidia.com/gpu") -> dict[str, Any]:
