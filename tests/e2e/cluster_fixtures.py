@@ -559,23 +559,3 @@ def wait_for_pod_claims(
         return None
 
     return wait_for(ready, what=f"{count} allocated claim(s) of pod {namespace}/{pod_name}", timeout=timeout)
-
-
-def pause_pod(name: str, **spec: Any) -> Obj:
-    """A minimal pod manifest; extra keyword arguments are merged into spec, containers[0] gets
-    `resources` when given as `resources=`."""
-    resources = spec.pop("resources", None)
-    container: Obj = {"name": "main", "image": "registry.k8s.io/pause:3.10"}
-    if resources is not None:
-        container["resources"] = resources
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name},
-        "spec": {"containers": [container], "terminationGracePeriodSeconds": 0, **spec},
-    }
-
-
-def gpu_pod(name: str, resource: str = "nvidia.com/gpu", count: int = 1, **spec: Any) -> Obj:
-    """A pause pod whose container asks the device plugin for `count` of `resource` (limits)."""
-    return pause_pod(name, resources={"limits": {resource: str(count)}}, **spec)

@@ -15,7 +15,6 @@ import socket
 import ssl
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
@@ -26,6 +25,7 @@ from typing import IO, Any
 import yaml
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
+from polling import wait_for
 
 from dra_migrate.engine import RESOURCE_GROUP, Target
 
@@ -135,24 +135,6 @@ def _insecure_tls() -> ssl.SSLContext:
     return context
 
 
-def wait_until(
-    check: Callable[[], bool],
-    *,
-    timeout: float,
-    interval: float = 0.25,
-    on_poll: Callable[[], None] | None = None,
-) -> bool:
-    """Poll `check` until true or the deadline passes; `on_poll` may raise to abort early."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if on_poll is not None:
-            on_poll()
-        if check():
-            return True
-        time.sleep(interval)
-    return False
-
-
 # --------------------------------------------------------------------------- control plane
 
 
@@ -253,12 +235,15 @@ class ControlPlane:
         self.processes.append(process)
         process.start()
 
-        def fail_if_exited() -> None:
+        def ready_while_running() -> bool:
             if (code := process.exited()) is not None:
                 raise StartupError(f"{name} exited with {code}; log {process.log_path}:\n{process.log_tail()}")
+            return ready()
 
-        if not wait_until(ready, timeout=timeout, on_poll=fail_if_exited):
-            raise StartupError(f"{name} not ready after {timeout:.0f}s; log {process.log_path}:\n{process.log_tail()}")
+        try:
+            wait_for(ready_while_running, what=f"{name} to be ready", timeout=timeout)
+        except AssertionError as timed_out:
+            raise StartupError(f"{timed_out}; log {process.log_path}:\n{process.log_tail()}") from None
 
     # ---- readiness probes
 

@@ -26,8 +26,9 @@ from pathlib import Path
 import pytest
 import yaml
 from kubernetes.client.exceptions import ApiException
+from pods import gpu_pod
 
-from .cluster_fixtures import Kube, create_namespace, delete_namespace, gpu_pod
+from .cluster_fixtures import Kube, create_namespace, delete_namespace
 from .controlplane import ControlPlane, free_port, remove_workdir
 from .pki import CertificateAuthority, CertKeyPair, create_ca, issue_cert
 from .webhook_process import DEPLOY_SERVER_CONFIG, LocalWebhook

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubernetes import client as k8s_client
+from pods import pause_pod
 from polling import wait_for
 
 from dra_migrate.engine import Target
@@ -18,7 +19,6 @@ from .cluster_fixtures import (
     NvidiaDraNode,
     allocation_results,
     claims_owned_by,
-    pause_pod,
     pod_condition,
     wait_for_pod_bound,
     wait_for_pod_claims,

@@ -24,7 +24,6 @@ import os
 import shutil
 import ssl
 import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,9 +32,10 @@ from typing import Any
 import pytest
 import yaml
 from kubernetes.client.exceptions import ApiException
+from pods import gpu_pod, pause_pod
 from polling import wait_for
 
-from .cluster_fixtures import RESOURCE_API, FakeCluster, Kube, gpu_pod, pause_pod, wait_for_pod_claims
+from .cluster_fixtures import RESOURCE_API, FakeCluster, Kube, wait_for_pod_claims
 from .controlplane import ControlPlane, free_port
 from .webhook_process import REPO_ROOT, WebhookServer, WebhookTls
 
@@ -226,10 +226,9 @@ def wait_until_called(server: WebhookServer, kube: Kube, namespace: str) -> None
             return False  # e.g. the apiserver has not seen the new Service yet
         return server.review_count() > before
 
-    deadline = time.monotonic() + CALLED_TIMEOUT_S
-    while not called():
-        assert time.monotonic() < deadline, f"kube-apiserver never called the chart's webhook; log {server.log_path}"
-        time.sleep(0.3)
+    wait_for(
+        called, what=f"kube-apiserver to call the chart's webhook (log {server.log_path})", timeout=CALLED_TIMEOUT_S
+    )
 
 
 # --------------------------------------------------------------------------- scenarios

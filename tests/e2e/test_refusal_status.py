@@ -20,9 +20,10 @@ from typing import Any
 
 import pytest
 from kubernetes.client.exceptions import ApiException
+from pods import pause_pod
 from polling import wait_for
 
-from .cluster_fixtures import Kube, pause_pod
+from .cluster_fixtures import Kube
 from .controlplane import ControlPlane
 from .webhook_process import deploy_configuration, generate_tls, webhook_configuration
 

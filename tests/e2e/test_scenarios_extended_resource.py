@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 import yaml
+from pods import gpu_pod
 from polling import wait_for
 
 from dra_migrate.engine import Target
@@ -41,7 +42,6 @@ from .cluster_fixtures import (
     allocation_results,
     device_class,
     nvidia_type_selector,
-    pause_pod,
     pod_condition,
     wait_for_pod_bound,
     wait_for_pod_claims,
@@ -63,11 +63,6 @@ def extended_resource_class(name: str, resource: str) -> Obj:
     manifest = device_class(name, nvidia_type_selector("gpu"))
     manifest["spec"]["extendedResourceName"] = resource
     return manifest
-
-
-def device_plugin_pod(name: str, count: int, resource: str = DEVICE_PLUGIN_RESOURCE, **spec: Any) -> Obj:
-    limits = {resource: str(count)}
-    return pause_pod(name, resources={"limits": limits}, **spec)
 
 
 @contextmanager
@@ -132,7 +127,7 @@ def test_unchanged_device_plugin_pod_gets_two_devices_through_dra(
 ) -> None:
     require_gate(target, on=True)
     with applied(kube, [extended_resource_class(MAPPED_CLASS, DEVICE_PLUGIN_RESOURCE)]):
-        created = kube.create(device_plugin_pod("unchanged", count=2), namespace)
+        created = kube.create(gpu_pod("unchanged", count=2), namespace)
         pod, claim = wait_for_extended_resource_claim(kube, namespace, "unchanged")
 
     # The pod is stored as written: no claims, the device-plugin request kept.
@@ -172,7 +167,7 @@ def test_without_the_gate_the_mapping_is_dropped_and_the_pod_does_not_fit(
     with applied(kube, [extended_resource_class(MAPPED_CLASS, DEVICE_PLUGIN_RESOURCE)]) as [stored]:
         # The apiserver drops fields of a disabled feature on create.
         assert "extendedResourceName" not in stored["spec"], stored["spec"]
-        kube.create(device_plugin_pod("unchanged", count=2), namespace)
+        kube.create(gpu_pod("unchanged", count=2), namespace)
 
         def unschedulable() -> Obj | None:
             pod = kube.get("v1", "Pod", "unchanged", namespace)
@@ -191,9 +186,9 @@ def test_without_the_gate_the_mapping_is_dropped_and_the_pod_does_not_fit(
 
 def translator_inputs(node: str) -> list[Obj]:
     return [
-        device_plugin_pod("whole-gpus", count=2),
-        device_plugin_pod("mig-slice", count=1, resource=MIG_RESOURCE),
-        device_plugin_pod("pinned", count=1, nodeName=node),
+        gpu_pod("whole-gpus", count=2),
+        gpu_pod("mig-slice", count=1, resource=MIG_RESOURCE),
+        gpu_pod("pinned", count=1, nodeName=node),
     ]
 
 
@@ -278,8 +273,8 @@ def test_webhook_on_auto_leaves_the_pod_to_kep5004_but_converts_a_pinned_pod(
         applied(kube, [extended_resource_class(MAPPED_CLASS, DEVICE_PLUGIN_RESOURCE)]),
     ):
         before = webhook.review_count()
-        whole = kube.create(device_plugin_pod("whole-gpus", count=2), namespace)
-        pinned = kube.create(device_plugin_pod("pinned", count=1, nodeName=node), namespace)
+        whole = kube.create(gpu_pod("whole-gpus", count=2), namespace)
+        pinned = kube.create(gpu_pod("pinned", count=1, nodeName=node), namespace)
         assert webhook.review_count() >= before + 2, "the webhook did not review both pods"
 
         # Admitted as written: KEP-5004 serves it.

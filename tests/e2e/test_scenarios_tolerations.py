@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from pods import gpu_pod
 from polling import wait_for
 
 from .cluster_fixtures import (
@@ -23,7 +24,6 @@ from .cluster_fixtures import (
     build_cluster,
     create_namespace,
     delete_namespace,
-    pause_pod,
     wait_for_pod_bound,
     wait_for_pod_claims,
 )
@@ -75,7 +75,7 @@ def namespace(cluster: TaintedCluster) -> Iterator[str]:
 def _translated(tmp_path: Path, name: str, target: str, *config: str) -> list[dict[str, object]]:
     """The pod converted by the real translator CLI, with its templates."""
     source = tmp_path / f"{name}.yaml"
-    source.write_text(yaml.safe_dump(pause_pod(name, resources={"limits": {"nvidia.com/gpu": "1"}})), encoding="utf-8")
+    source.write_text(yaml.safe_dump(gpu_pod(name)), encoding="utf-8")
     settings = tmp_path / f"{name}-config.yaml"
     settings.write_text("\n".join(config) + "\n", encoding="utf-8")
     done = subprocess.run(
@@ -93,7 +93,7 @@ def _create(kube: Kube, namespace: str, objects: list[dict[str, object]]) -> Non
 
 
 def test_the_plugin_gives_device_plugin_pods_the_toleration(cluster: TaintedCluster, namespace: str) -> None:
-    created = cluster.kube.create(pause_pod("plugin", resources={"limits": {"nvidia.com/gpu": "1"}}), namespace)
+    created = cluster.kube.create(gpu_pod("plugin"), namespace)
     tolerations = created["spec"].get("tolerations") or []
     assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in tolerations
 

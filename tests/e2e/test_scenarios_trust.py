@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 from kubernetes.client.exceptions import ApiException
+from pods import gpu_pod
 from polling import wait_for
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -34,7 +35,6 @@ from .cluster_fixtures import (
     claims_owned_by,
     delete_namespace,
     device_class,
-    gpu_pod,
     nvidia_type_selector,
 )
 from .webhook_process import LocalWebhook, WebhookServer, deploy_server_config

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 from kubernetes.client.exceptions import ApiException
+from pods import gpu_pod, pause_pod
 from polling import wait_for
 
 from .cluster_fixtures import (
@@ -27,8 +28,6 @@ from .cluster_fixtures import (
     NvidiaDraNode,
     allocation_results,
     claims_owned_by,
-    gpu_pod,
-    pause_pod,
     pod_condition,
     wait_for_pod_bound,
     wait_for_pod_claims,

@@ -25,13 +25,14 @@ from urllib.parse import urlsplit
 
 import pytest
 import yaml
+from pods import gpu_pod
 from polling import wait_for
 from prometheus_client.parser import text_string_to_metric_families
 
 from dra_migrate.webhook.kube_client import KubeResourceApi, load_configuration
 from dra_migrate.webhook.resource_api import WATCH_JITTER, WATCH_SECONDS, WATCH_SILENCE_SECONDS, ApiError, ApiResource
 
-from .cluster_fixtures import Kube, pause_pod
+from .cluster_fixtures import Kube
 from .controlplane import ControlPlane
 from .webhook_process import DEPLOY_SERVER_CONFIG, WebhookServer, generate_tls
 
@@ -117,7 +118,7 @@ def proxied_kubeconfig(plane: ControlPlane, port: int, path: Path) -> Path:
 
 def dry_run(server: WebhookServer, namespace: str) -> Obj:
     """The webhook's decision on a dry-run GPU pod: nothing created."""
-    return server.review(pause_pod("gpu", resources={"limits": {GPU: "1"}}), namespace, dry_run=True)
+    return server.review(gpu_pod("gpu", resource=GPU), namespace, dry_run=True)
 
 
 def converted(response: Mapping[str, Any]) -> bool:

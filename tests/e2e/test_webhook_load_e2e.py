@@ -22,8 +22,9 @@ from typing import Any
 import pytest
 import yaml
 from kubernetes.client.exceptions import ApiException
+from pods import gpu_pod
 
-from .cluster_fixtures import Kube, gpu_pod
+from .cluster_fixtures import Kube
 from .controlplane import ControlPlane
 from .webhook_process import LocalWebhook
 

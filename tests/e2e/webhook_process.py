@@ -34,7 +34,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,11 +43,13 @@ from typing import Any
 import yaml
 from admission import make_review
 from kubernetes.client.exceptions import ApiException
+from pods import gpu_pod
+from polling import wait_for
 from prometheus_client.parser import text_string_to_metric_families
 
 from dra_migrate.certs.generate import create_bundle, write_bundle
 
-from .cluster_fixtures import Kube, pause_pod
+from .cluster_fixtures import Kube
 from .controlplane import ControlPlane, free_port
 from .controlplane import _die_with_parent as die_with_parent  # same PDEATHSIG guard as the control plane
 
@@ -344,17 +346,7 @@ class WebhookServer:
 
 def gpu_marker_pod() -> Obj:
     """Dry-run only: proves the apiserver -> webhook path (sideEffects NoneOnDryRun: nothing is created)."""
-    pod = pause_pod(MARKER_POD, resources={"limits": {"nvidia.com/gpu": "1"}})
-    pod["metadata"]["labels"] = {"e2e.dra-migrate.io/marker": "true"}
-    return pod
-
-
-def poll(check: Callable[[], bool], *, what: str, timeout: float, interval: float = 0.2) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(interval)
+    return gpu_pod(MARKER_POD, labels={"e2e.dra-migrate.io/marker": "true"})
 
 
 @dataclass
@@ -394,7 +386,12 @@ class LocalWebhook:
         try:
             self.kube.delete("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", E2E_CONFIGURATION_NAME)
             if self.server.running:
-                poll(self._not_called, what="the apiserver to stop calling the webhook", timeout=CALLED_TIMEOUT_S)
+                wait_for(
+                    self._not_called,
+                    interval=0.2,
+                    what="the apiserver to stop calling the webhook",
+                    timeout=CALLED_TIMEOUT_S,
+                )
         finally:
             self.server.stop()
 
@@ -415,7 +412,12 @@ class LocalWebhook:
 
     def wait_until_called(self, timeout: float = CALLED_TIMEOUT_S) -> None:
         """Repeat a dry-run GPU marker create until the webhook has answered one."""
-        poll(self._marker_counted, what=f"kube-apiserver to call the webhook at {self.server.url}", timeout=timeout)
+        wait_for(
+            self._marker_counted,
+            interval=0.2,
+            what=f"kube-apiserver to call the webhook at {self.server.url}",
+            timeout=timeout,
+        )
 
     def review_count(self) -> int:
         return self.server.review_count()

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import corpus
+import pods
 import yaml
 
 from dra_migrate.engine import ConversionResult, Finding, Severity, Target
@@ -44,48 +45,13 @@ RESOURCE_KEYS: dict[str, DeviceKey] = {
 # --- builders ---------------------------------------------------------------------------------
 
 
-def container(
-    name: str,
-    limits: Mapping[str, Any] | None = None,
-    requests: Mapping[str, Any] | None = None,
-    **extra: Any,
-) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": name, "image": "registry.example/app:1"}
-    resources: dict[str, Any] = {}
-    if limits is not None:
-        resources["limits"] = dict(limits)
-    if requests is not None:
-        resources["requests"] = dict(requests)
-    if resources:
-        out["resources"] = resources
-    out.update(extra)
-    return out
-
-
-def sidecar(name: str, limits: Mapping[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
-    return container(name, limits, restartPolicy="Always", **extra)
-
-
-def gpu(count: Any, resource: str = "nvidia.com/gpu") -> dict[str, Any]:
-    return {resource: count}
-
-
 def pod(spec: dict[str, Any], name: str = "p", namespace: str | None = "ns") -> dict[str, Any]:
-    metadata: dict[str, Any] = {"name": name}
-    if namespace:
-        metadata["namespace"] = namespace
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+    """A Pod in namespace `ns` unless told otherwise: templates the engine writes go beside it."""
+    return pods.pod(spec, name, namespace)
 
 
-def pod_of(
-    containers: list[dict[str, Any]],
-    init: list[dict[str, Any]] | None = None,
-    **spec: Any,
-) -> dict[str, Any]:
-    body: dict[str, Any] = {"containers": containers, **spec}
-    if init is not None:
-        body["initContainers"] = init
-    return pod(body)
+def pod_of(containers: list[dict[str, Any]], init: list[dict[str, Any]] | None = None, **spec: Any) -> dict[str, Any]:
+    return pods.pod_of(containers, init, namespace="ns", **spec)
 
 
 # --- results ----------------------------------------------------------------------------------

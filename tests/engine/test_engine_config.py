@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from engine_support import MIG_SELECTOR, container, converted, errors, findings, gpu, pod_of, schema_errors
+from engine_support import MIG_SELECTOR, converted, errors, findings, pod_of, schema_errors
+from pods import container, gpu
 
 from dra_migrate.engine import ConfigError, Severity, convert, default_config, parse_config
 

@@ -12,16 +12,14 @@ from engine_support import (
     MIG_SELECTOR,
     T132,
     T133,
-    container,
     converted,
     errors,
     findings,
-    gpu,
     pod,
     pod_of,
     schema_errors,
-    sidecar,
 )
+from pods import container, gpu, sidecar
 
 from dra_migrate.engine import Config, Severity, convert, default_config
 

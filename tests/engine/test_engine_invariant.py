@@ -13,19 +13,17 @@ import pytest
 from engine_support import (
     RESOURCE_KEYS,
     check_invariant,
-    container,
     container_claims,
     converted,
     device_plugin_need,
     dra_need,
     errors,
     findings,
-    gpu,
     pod_of,
     schema_errors,
-    sidecar,
     visible,
 )
+from pods import container, gpu, sidecar
 
 from dra_migrate.engine import Config, Severity, convert
 

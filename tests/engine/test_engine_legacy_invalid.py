@@ -6,7 +6,8 @@ import copy
 from typing import Any
 
 import pytest
-from engine_support import container, converted, error_keys, errors, findings, gpu, pod, schema_errors
+from engine_support import converted, error_keys, errors, findings, pod, schema_errors
+from pods import container, gpu
 
 from dra_migrate.engine import Config, Severity, convert
 

@@ -11,14 +11,13 @@ from engine_support import (
     DNS_SUBDOMAIN,
     MANAGED_BY,
     all_pod_claim_names,
-    container,
     converted,
     errors,
-    gpu,
     pod,
     pod_of,
     schema_errors,
 )
+from pods import container, gpu
 
 from dra_migrate.engine import (
     Config,

@@ -7,7 +7,8 @@ from typing import Any
 
 import corpus
 import pytest
-from engine_support import container, converted, errors, findings, gpu, load_documents, pod, schema_errors
+from engine_support import converted, errors, findings, load_documents, pod, schema_errors
+from pods import container, gpu
 
 from dra_migrate.engine import Config, Severity, convert, parse_config
 

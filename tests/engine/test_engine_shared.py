@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from engine_support import container, converted, errors, gpu, pod
+from engine_support import converted, errors, pod
+from pods import container, gpu
 
 from dra_migrate.engine import (
     Config,

@@ -10,9 +10,10 @@ import copy
 from typing import Any
 
 import pytest
-from engine_support import container, converted, errors, findings, gpu, pod, pod_of, schema_errors
+from engine_support import converted, errors, findings, pod, pod_of, schema_errors
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pods import container, gpu
 from test_engine_properties import pods
 
 from dra_migrate.engine import (

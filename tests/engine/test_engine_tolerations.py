@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from engine_support import container, findings, gpu, pod
+from engine_support import findings, pod
+from pods import container, gpu
 
 from dra_migrate.engine import Severity, at_admission, convert, default_config, parse_config
 

@@ -6,18 +6,8 @@ import copy
 from typing import Any
 
 import pytest
-from engine_support import (
-    MANAGED_BY,
-    T134,
-    as_pod,
-    container,
-    converted,
-    errors,
-    findings,
-    gpu,
-    pod,
-    schema_errors,
-)
+from engine_support import MANAGED_BY, T134, as_pod, converted, errors, findings, pod, schema_errors
+from pods import container, gpu
 
 from dra_migrate.engine import Config, Severity, convert, parse_config
 from dra_migrate.translator.schema import validate_object

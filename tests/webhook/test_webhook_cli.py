@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from admission import make_review
 from fakekube import write_kubeconfig
-from webhook_support import ROOT, SERVE_COMMAND, StartServer, gpu_pod
+from pods import gpu_pod
+from webhook_support import ROOT, SERVE_COMMAND, StartServer
 
 from dra_migrate.cli import main
 

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 from admission import make_review
 from fakekube import FakeKubeServer
-from webhook_support import ServerProcess, decoded_patch, gpu_pod
+from pods import gpu_pod
+from webhook_support import ServerProcess, decoded_patch
 
 
 @pytest.fixture(scope="module")

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 from admission import make_review
 from fakekube import FakeKubeServer, write_kubeconfig
+from pods import gpu_pod
 from polling import wait_until
-from webhook_support import StartServer, decoded_patch, free_port, gpu_pod, patched, watching
+from webhook_support import StartServer, decoded_patch, free_port, patched, watching
 
 from dra_migrate.engine import at_admission, convert, default_config
 
@@ -31,7 +32,7 @@ def test_template_created_once_then_known_from_the_watch(
 ) -> None:
     server = start_server(kubeconfig=kubeconfig, workers=1)
     watching(fake_kube.fake, "resourceclaimtemplates")
-    pod = gpu_pod()
+    pod = gpu_pod(count=2)
     first = server.review(make_review(pod, namespace="team-a"))
     name = _template_name(pod)
     assert first["auditAnnotations"]["templates-created"] == name
@@ -42,7 +43,7 @@ def test_template_created_once_then_known_from_the_watch(
     assert (fake_kube.fake.calls_to("GET", TEMPLATE_READS), fake_kube.fake.calls_to("POST", TEMPLATES)) == (0, 1)
     wait_until(lambda: _known_by_server(server, name), what="the watch to deliver the new template")
     for _ in range(20):
-        again = server.review(make_review(gpu_pod(name="other"), namespace="team-a"))
+        again = server.review(make_review(gpu_pod(name="other", count=2), namespace="team-a"))
         assert decoded_patch(again) and "templates-created" not in again["auditAnnotations"]
     assert (fake_kube.fake.calls_to("GET", TEMPLATE_READS), fake_kube.fake.calls_to("POST", TEMPLATES)) == (0, 1)
     # Another namespace needs its own copy.
@@ -191,11 +192,11 @@ def test_strategy_follows_the_clusters_release_and_device_classes(
 def test_extended_resource_class_skip(start_server: StartServer, fake_kube: FakeKubeServer, kubeconfig: Path) -> None:
     fake_kube.fake.add_device_class("gpu.nvidia.com", extended_resource_name="nvidia.com/gpu")
     server = start_server(kubeconfig=kubeconfig, config={"webhook": {"extendedResourceClasses": "skip"}})
-    pod = gpu_pod()
+    pod = gpu_pod(count=2)
     pod["spec"]["containers"][0]["resources"]["limits"]["amd.com/gpu"] = 1
     response = server.review(make_review(pod))
     converted = patched(pod, response)
-    assert converted["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": 2, "cpu": "1"}
+    assert converted["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": 2}
     claims = converted["spec"]["resourceClaims"]
     assert [c["resourceClaimTemplateName"][:11] for c in claims] == ["gpu-amd-com"]
     assert any("left to the scheduler" in w and "gpu.nvidia.com" in w for w in response["warnings"])

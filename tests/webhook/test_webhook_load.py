@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 from admission import make_review
 from fakekube import FakeKube, FakeKubeServer
-from webhook_support import ServerProcess, StartServer, gpu_pod
+from pods import gpu_pod
+from webhook_support import ServerProcess, StartServer
 
 from dra_migrate.engine import default_config
 from dra_migrate.webhook.deadline import MARGIN_SECONDS, REVIEW_SECONDS, review_deadline

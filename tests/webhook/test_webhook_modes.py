@@ -8,7 +8,8 @@ from pathlib import Path
 import yaml
 from admission import make_review
 from fakekube import FakeKubeServer
-from webhook_support import ROOT, StartServer, decoded_patch, gpu_pod, patched
+from pods import gpu_pod
+from webhook_support import ROOT, StartServer, decoded_patch, patched
 
 from dra_migrate.engine import at_admission, convert, default_config
 from dra_migrate.webhook.optout import SKIP_KEY
@@ -59,8 +60,7 @@ def test_opt_out_by_pod_label_and_annotation(
         assert "patch" not in response
         assert response["auditAnnotations"] == {"decision": "opted-out", "reason": f"pod {where[:-1]} {SKIP_KEY}=true"}
     # Only the exact value "true" opts out.
-    pod = gpu_pod()
-    pod["metadata"]["labels"][SKIP_KEY] = "false"
+    pod = gpu_pod(labels={SKIP_KEY: "false"})
     assert decoded_patch(server.review(make_review(pod)))
     assert fake_kube.fake.calls_to("POST") == 1
 
@@ -79,7 +79,7 @@ def test_update_of_converted_pod_is_allowed_without_patch(
     start_server: StartServer, fake_kube: FakeKubeServer, kubeconfig: Path
 ) -> None:
     server = start_server(kubeconfig=kubeconfig)
-    pod = gpu_pod()
+    pod = gpu_pod(labels={"app": "train"})
     converted = patched(pod, server.review(make_review(pod)))
     relabelled = copy.deepcopy(converted)
     relabelled["metadata"]["labels"]["team"] = "b"

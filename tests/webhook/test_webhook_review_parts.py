@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from admission import make_review
-from webhook_support import gpu_pod
+from pods import gpu_pod
 
 from dra_migrate.engine import default_config
 from dra_migrate.webhook.budget import Budget

@@ -15,7 +15,8 @@ import yaml
 from admission import make_review
 from fakekube import FakeKubeServer
 from gpu_cluster import POOL, snapshot_objects
-from webhook_support import StartServer, decoded_patch, gpu_pod
+from pods import gpu_pod
+from webhook_support import StartServer, decoded_patch
 
 from dra_migrate.cli import main
 from dra_migrate.cluster.snapshot import write_snapshot

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from admission import make_review
-from webhook_support import StartServer, gpu_pod
+from pods import gpu_pod
+from webhook_support import StartServer
 
 from dra_migrate.webhook.shedding import (
     BURST_SECONDS,

@@ -10,9 +10,10 @@ from pathlib import Path
 
 from admission import make_review
 from cryptography import x509
+from pods import gpu_pod
 from polling import wait_until
 from secret_volume import SecretVolume
-from webhook_support import StartServer, gpu_pod
+from webhook_support import StartServer
 
 from dra_migrate.certs.generate import create_ca, issue_serving_cert
 

@@ -26,6 +26,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from fakekube import FakeKubeServer
+from pods import gpu_pod
 from polling import wait_until
 from webhook_support import (
     ROOT,
@@ -33,7 +34,6 @@ from webhook_support import (
     ServerProcess,
     StartServer,
     decoded_patch,
-    gpu_pod,
     patched,
     watching,
 )

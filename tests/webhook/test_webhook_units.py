@@ -5,14 +5,14 @@ from __future__ import annotations
 import base64
 import json
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from admission import make_review
 from fakekube import FakeKube
-from webhook_support import gpu_pod
+from pods import gpu_pod
+from polling import wait_until
 
 from dra_migrate.engine import (
     DeviceRequestSpec,
@@ -167,10 +167,11 @@ def test_deleted_or_replaced_template_is_never_trusted() -> None:
         ensurer = TemplateEnsurer(fake, lambda: caches.templates)
         name = _template()["metadata"]["name"]
         assert ensurer.ensure([_template()], create=True, budget=_budget()) == [name]
-        assert caches.templates is not None
-        _wait(lambda: caches.templates.get("team-a", name) is not None)
+        templates = caches.templates
+        assert templates is not None
+        wait_until(lambda: templates.get("team-a", name) is not None)
         fake.delete("resourceclaimtemplates", "team-a", name)
-        _wait(lambda: caches.templates.get("team-a", name) is None)
+        wait_until(lambda: templates.get("team-a", name) is None)
         assert ensurer.ensure([_template()], create=True, budget=_budget()) == [name]  # created again
         replaced = _template()
         replaced["spec"]["spec"]["devices"]["requests"][0]["exactly"] = {
@@ -179,19 +180,12 @@ def test_deleted_or_replaced_template_is_never_trusted() -> None:
         }
         fake.delete("resourceclaimtemplates", "team-a", name)
         fake.add_template(replaced, "team-a")
-        _wait(lambda: (record := caches.templates.get("team-a", name)) is not None and "All" in record.spec_key)
+        wait_until(lambda: (record := templates.get("team-a", name)) is not None and "All" in record.spec_key)
         with pytest.raises(TemplateConflictError, match="different spec"):
             ensurer.ensure([_template()], create=True, budget=_budget())
     finally:
         caches.stop()
         fake.close()
-
-
-def _wait(predicate: Any, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.01)
 
 
 def test_conflicts_found_without_a_copy_are_remembered_briefly() -> None:
@@ -338,7 +332,7 @@ def test_index_follows_the_watched_classes() -> None:
         index = ExtendedResourceIndex(lambda: caches.device_classes)
         assert index.current() == {"nvidia.com/gpu": ("g",)} and index.extended_names() == {"g": "nvidia.com/gpu"}
         fake.add_device_class("h", extended_resource_name="nvidia.com/gpu")
-        _wait(lambda: index.current() == {"nvidia.com/gpu": ("g", "h")})
+        wait_until(lambda: index.current() == {"nvidia.com/gpu": ("g", "h")})
     finally:
         caches.stop()
         fake.close()

@@ -18,8 +18,9 @@ from pathlib import Path
 
 from admission import make_review
 from fakekube import FakeKubeServer, write_kubeconfig
+from pods import gpu_pod
 from polling import wait_until
-from webhook_support import StartServer, gpu_pod
+from webhook_support import StartServer
 
 
 def _files(directory: Path) -> set[Path]:

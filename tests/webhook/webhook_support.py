@@ -152,17 +152,6 @@ class ServerProcess:
         return self.process.returncode
 
 
-def gpu_pod(name: str = "trainer", count: int | str = 2, *, resource: str = "nvidia.com/gpu") -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "labels": {"app": "train"}},
-        "spec": {
-            "containers": [{"name": "main", "image": "cuda:12", "resources": {"limits": {resource: count, "cpu": "1"}}}]
-        },
-    }
-
-
 def decoded_patch(response: Mapping[str, Any]) -> list[dict[str, Any]] | None:
     if "patch" not in response:
         return None
