@@ -21,6 +21,7 @@ from dra_migrate.engine.config import (
     with_shared_devices,
     with_strategy,
 )
+from dra_migrate.engine.containers import ALL_CONTAINERS, REQUESTING_CONTAINERS, pod_containers, resource_maps
 from dra_migrate.engine.convert import convert
 from dra_migrate.engine.deviceclasses import build_device_class, device_class_name
 from dra_migrate.engine.findings import Finding, PathParts, json_path
@@ -52,8 +53,10 @@ from dra_migrate.engine.validation import cel_problem, dns_subdomain_problem
 from dra_migrate.engine.versions import RESOURCE_GROUP, Target, TargetVersionError
 
 __all__ = [
+    "ALL_CONTAINERS",
     "MANAGED_BY_LABEL",
     "MANAGED_BY_VALUE",
+    "REQUESTING_CONTAINERS",
     "REQUESTS_PREFIX",
     "RESOURCE_GROUP",
     "RULES",
@@ -93,7 +96,9 @@ __all__ = [
     "json_path",
     "leave_unconverted",
     "parse_config",
+    "pod_containers",
     "resource_entries",
+    "resource_maps",
     "rules_table",
     "serving_classes",
     "spec_key",

@@ -7,6 +7,7 @@ from typing import Any
 
 from dra_migrate.engine import hami
 from dra_migrate.engine.config import Config
+from dra_migrate.engine.containers import pod_containers
 from dra_migrate.engine.deviceclasses import serving_class
 from dra_migrate.engine.dra.writers import write_hub
 from dra_migrate.engine.findings import Finding, Findings, PathParts, json_path
@@ -123,20 +124,17 @@ def _needs_work(pod_spec: dict[str, Any], container_fields: tuple[str, ...]) -> 
     """
     if pod_spec.get(NODE_NAME) or any(name in pod_spec for name in CLAIM_FIELDS):
         return True
-    for kind in ("initContainers", "containers", "ephemeralContainers"):
-        for container in pod_spec.get(kind) or ():
-            if not isinstance(container, dict):
-                continue
-            resources = container.get("resources")
-            if isinstance(resources, dict):
-                for section in RESOURCE_SECTIONS:
-                    values = resources.get(section)
-                    if isinstance(values, dict) and any(is_extended_resource(str(name)) for name in values):
-                        return True
-                if resources.get(CONTAINER_CLAIMS):
+    for _, _, container in pod_containers(pod_spec):
+        resources = container.get("resources")
+        if isinstance(resources, dict):
+            for section in RESOURCE_SECTIONS:
+                values = resources.get(section)
+                if isinstance(values, dict) and any(is_extended_resource(str(name)) for name in values):
                     return True
-            if any(isinstance(env, dict) and "valueFrom" in env for env in container.get("env") or ()):
+            if resources.get(CONTAINER_CLAIMS):
                 return True
+        if any(isinstance(env, dict) and "valueFrom" in env for env in container.get("env") or ()):
+            return True
     return any(isinstance(pod_spec.get(name), dict) for name in container_fields)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dra_migrate.engine.containers import pod_containers
 from dra_migrate.engine.findings import Findings, PathParts, json_path
 
 _POD_CLAIM_FIELDS = {"name", "resourceClaimName", "resourceClaimTemplateName", "source"}
@@ -31,10 +32,8 @@ def check_pod_spec(pod_spec: dict[str, Any], base: PathParts, findings: Findings
                     f"resourceClaims[].{key} is not a field: an entry has name plus exactly one of "
                     "resourceClaimName or resourceClaimTemplateName; claim specs go into a ResourceClaim(Template)",
                 )
-    for kind in ("initContainers", "containers", "ephemeralContainers"):
-        for index, container in enumerate(pod_spec.get(kind) or []):
-            if isinstance(container, dict):
-                _check_container(container, (*base, kind, index), declared, findings)
+    for kind, index, container in pod_containers(pod_spec):
+        _check_container(container, (*base, kind, index), declared, findings)
 
 
 def _check_container(container: dict[str, Any], where: PathParts, declared: set[Any], findings: Findings) -> None:

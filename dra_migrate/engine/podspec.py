@@ -23,10 +23,11 @@ class stay too, because no node serves one device both ways (KEP-5004, docs/dra-
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from dra_migrate.engine.config import Config
+from dra_migrate.engine.containers import REQUESTING_CONTAINERS, pod_containers, resource_maps
 from dra_migrate.engine.deviceclasses import serving_class
 from dra_migrate.engine.findings import Findings, PathParts, json_path
 from dra_migrate.engine.mapping import (
@@ -102,16 +103,9 @@ class PodConversion:
 
 def _containers(pod_spec: dict[str, Any], container_fields: tuple[str, ...]) -> list[ContainerRef]:
     refs: list[ContainerRef] = []
-    for kind in ("initContainers", "containers"):
-        items = pod_spec.get(kind)
-        if not isinstance(items, list):
-            continue
-        for index, container in enumerate(items):
-            if isinstance(container, dict):
-                init = kind == "initContainers"
-                refs.append(
-                    ContainerRef((kind, index), container, init, init and container.get("restartPolicy") == "Always")
-                )
+    for kind, index, container in pod_containers(pod_spec, REQUESTING_CONTAINERS):
+        init = kind == "initContainers"
+        refs.append(ContainerRef((kind, index), container, init, init and container.get("restartPolicy") == "Always"))
     # Pod-spec-like CRDs (KServe predictors) also hold one container per model format key.
     refs.extend(
         ContainerRef((field_name,), pod_spec[field_name], init=False, sidecar=False)
@@ -126,19 +120,10 @@ def resource_entries(pod_spec: Any, container_fields: tuple[str, ...] = ()) -> I
     if not isinstance(pod_spec, dict):
         return
     for ref in _containers(pod_spec, container_fields):
-        limits, requests = _resource_maps(ref.container)
+        limits, requests = resource_maps(ref.container)
         for section, values in (("limits", limits), ("requests", requests)):
             for name in values:
                 yield ref.where, section, str(name)
-
-
-def _resource_maps(container: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    resources = container.get("resources")
-    if not isinstance(resources, dict):
-        return {}, {}
-    limits = resources.get("limits")
-    requests = resources.get("requests")
-    return (limits if isinstance(limits, dict) else {}), (requests if isinstance(requests, dict) else {})
 
 
 class PodNeeds:
@@ -187,7 +172,7 @@ def _collect_needs(
     needs = PodNeeds()
     pinned = bool(pod_spec.get("nodeName"))
     for ref in refs:
-        limits, requests = _resource_maps(ref.container)
+        limits, requests = resource_maps(ref.container)
         where = (*base, *ref.where, "resources")
         names = sorted({str(k) for k in (*limits, *requests)})
         resolved = {name: _for_pod(config.mappings.resolve(name), pod_spec) for name in names}
@@ -269,8 +254,8 @@ def _keep_pod_on_device_plugin(needs: PodNeeds, base: PathParts, findings: Findi
 def _count(
     ref: ContainerRef,
     name: str,
-    limits: dict[str, Any],
-    requests: dict[str, Any],
+    limits: Mapping[str, Any],
+    requests: Mapping[str, Any],
     where: PathParts,
     findings: Findings,
 ) -> int | None:

@@ -10,15 +10,13 @@ dangling reference differs from its input, while a reference that was dangling b
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from dra_migrate.engine import Config, DeviceRequestSpec
+from dra_migrate.engine import REQUESTING_CONTAINERS, Config, DeviceRequestSpec, pod_containers
 
 ContainerKey = tuple[str, str, str, str, str]  # kind, namespace, name, pod spec path, container
 DeviceView = dict[ContainerKey, dict[str, str]]  # container -> DeviceClass (or marker) -> "count via source"
-
-_CONTAINER_LISTS = ("initContainers", "containers")
 
 
 def _templates(objects: Iterable[Any]) -> dict[tuple[str, str], dict[str, Any]]:
@@ -110,14 +108,6 @@ def _pod_claims(spec: Mapping[str, Any]) -> dict[str, Any]:
     return {str(e.get("name")): e for e in entries if isinstance(e, Mapping)} if isinstance(entries, list) else {}
 
 
-def _containers(spec: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
-    for key in _CONTAINER_LISTS:
-        items = spec.get(key)
-        for container in items if isinstance(items, list) else ():
-            if isinstance(container, Mapping):
-                yield container
-
-
 def device_view(objects: list[Any], config: Config) -> DeviceView:
     """Every container of every pod spec in `objects`, with the devices it can use."""
     templates = _templates(objects)
@@ -130,7 +120,7 @@ def device_view(objects: list[Any], config: Config) -> DeviceView:
         for path, spec in config.workloads.pod_specs(obj):
             pod_claims = _pod_claims(spec)
             where = ".".join(str(part) for part in path)
-            for container in _containers(spec):
+            for _, _, container in pod_containers(spec, REQUESTING_CONTAINERS):
                 devices = _plugin_devices(container, config)
                 for device_class, source in _claim_devices(container, pod_claims, templates, namespace).items():
                     if device_class in devices and "device plugin" in devices[device_class]:

@@ -25,7 +25,16 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dra_migrate.engine import Config, DeviceRequestSpec, QuantityError, device_count
+from dra_migrate.engine import (
+    ALL_CONTAINERS,
+    REQUESTING_CONTAINERS,
+    Config,
+    DeviceRequestSpec,
+    QuantityError,
+    device_count,
+    pod_containers,
+    resource_maps,
+)
 
 MAX_MAPPED_REQUESTS = 32  # DeviceRequestsMaxSize: device requests in one ResourceClaim
 # Resource names across a pod's containers (limits and requests), counted before any is looked up: an
@@ -193,17 +202,15 @@ def _resource_maps(
     pod: Mapping[str, Any], kinds: tuple[str, ...]
 ) -> Iterator[tuple[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]]]:
     """(container, limits, requests) for each container of the given kinds (shape already checked)."""
-    spec = pod.get("spec") or {}
-    for kind in kinds:
-        for container in spec.get(kind) or ():
-            resources = (container or {}).get("resources") or {}
-            yield container or {}, resources.get("limits") or {}, resources.get("requests") or {}
+    for _, _, container in pod_containers(pod.get("spec") or {}, kinds):
+        limits, requests = resource_maps(container)
+        yield container, limits, requests
 
 
 def mapped_requests(pod: Mapping[str, Any], config: Config) -> list[str]:
     """`<container>: <resource>` for each container and mapped resource it asks for (shape already checked)."""
     found: list[str] = []
-    for container, limits, requests in _resource_maps(pod, ("initContainers", "containers")):
+    for container, limits, requests in _resource_maps(pod, REQUESTING_CONTAINERS):
         found += [
             f"{container.get('name')}: {name}"
             for name in sorted({*limits, *requests})
@@ -222,8 +229,7 @@ def _zero(value: Any) -> bool:
 
 
 def _resource_entries(pod: Mapping[str, Any]) -> int:
-    kinds = ("initContainers", "containers", "ephemeralContainers")
-    return sum(len(limits) + len(requests) for _, limits, requests in _resource_maps(pod, kinds))
+    return sum(len(limits) + len(requests) for _, limits, requests in _resource_maps(pod, ALL_CONTAINERS))
 
 
 def limit_problem(pod: Mapping[str, Any], config: Config) -> PodProblem | None:
