@@ -128,6 +128,7 @@ class TemplateEnsurer:
         self._on_created = on_created
         self._on_api_error = on_api_error
         self._creation_locks = KeyedLocks()
+        self._creations = 0  # templates this ensurer has created: what tells a waiting review to look again
 
     def ensure(self, templates: Sequence[dict[str, Any]], *, create: bool, budget: Budget) -> list[str]:
         """Names of the templates created. With `create=False` (dry run) nothing is created.
@@ -156,33 +157,38 @@ class TemplateEnsurer:
         if (namespace, name, wanted) in self._conflicts:
             raise TemplateConflictError(namespace, name)
         resource = claim_templates(_version(template))
+        creations_before = self._creations
         if self._exists(resource, namespace, name, wanted, budget) or not create:
             return False
         with self._creating_in(namespace, budget):
-            # Another review of this worker may have created it while this one waited for its turn.
-            if self._exists(resource, namespace, name, wanted, budget):
+            # Another review of this worker may have created it while this one waited for its turn:
+            # the watched copy shows it; without one, the API is asked again only if this worker has
+            # created a template since.
+            look_again = self._current(resource) is not None or self._creations != creations_before
+            if look_again and self._exists(resource, namespace, name, wanted, budget):
                 return False
             if self._at_limit(resource, namespace, budget):
                 # Perhaps only because another replica has just created this very template.
-                existing = self._api.get(resource, namespace, name, budget.timeout("get_resourceclaimtemplates"))
-                if existing is None:
+                stored = self._stored_spec(resource, namespace, name, budget)
+                if stored is None:
                     raise TemplateLimitError(namespace, self._max)
-                return self._compare(spec_key(existing), wanted, namespace, name, remember=True)
+                return self._compare(stored, wanted, namespace, name, remember=True)
             try:
-                stored = self._api.create(
+                created = self._api.create(
                     resource, namespace, template, budget.timeout("create_resourceclaimtemplates")
                 )
             except AlreadyExistsError:
                 # Lost a race with another replica (or the copy is a moment behind): compare.
-                existing = self._api.get(resource, namespace, name, budget.timeout("get_resourceclaimtemplates"))
-                if existing is None:
+                stored = self._stored_spec(resource, namespace, name, budget)
+                if stored is None:
                     raise ApiError(
                         "get_resourceclaimtemplates", "vanished", f"{namespace}/{name} was deleted while being created"
                     ) from None
-                return self._compare(spec_key(existing), wanted, namespace, name, remember=True)
+                return self._compare(stored, wanted, namespace, name, remember=True)
+            self._creations += 1
             cache = self._current(resource)
             if cache is not None:
-                cache.observe(stored)  # counted and known at once, before the watch event
+                cache.observe(created)  # counted and known at once, before the watch event
         self._on_created()
         return True
 
@@ -194,8 +200,13 @@ class TemplateEnsurer:
         if cache is not None:
             record = cache.get(namespace, name)
             return record is not None and not self._compare(record.spec_key, wanted, namespace, name, remember=False)
+        stored = self._stored_spec(resource, namespace, name, budget)
+        return stored is not None and not self._compare(stored, wanted, namespace, name, remember=True)
+
+    def _stored_spec(self, resource: ApiResource, namespace: str, name: str, budget: Budget) -> str | None:
+        """The spec key of the template the API holds under that name (a direct read), or None."""
         existing = self._api.get(resource, namespace, name, budget.timeout("get_resourceclaimtemplates"))
-        return existing is not None and not self._compare(spec_key(existing), wanted, namespace, name, remember=True)
+        return None if existing is None else spec_key(existing)
 
     @contextmanager
     def _creating_in(self, namespace: str, budget: Budget) -> Iterator[None]:

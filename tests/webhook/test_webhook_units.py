@@ -139,9 +139,35 @@ def test_ensurer_without_a_copy_asks_the_api_each_time() -> None:
     assert fake.templates == {} and fake.calls_to("GET") == 1
     assert ensurer.ensure([_template()], create=True, budget=_budget()) == [_template()["metadata"]["name"]]
     assert ensurer.ensure([_template()], create=True, budget=_budget()) == []
-    # Created: asked before and again once its turn to create came (another review may have made it).
-    assert fake.calls_to("GET", "/resourceclaimtemplates/") == 4 and fake.calls_to("POST") == 1
+    # One read per review: nothing was created by this worker between a creation's read and its turn.
+    assert fake.calls_to("GET", "/resourceclaimtemplates/") == 3 and fake.calls_to("POST") == 1
     assert fake.calls_to("GET", "resourceclaimtemplates?") == 1  # counting ours before creating one
+
+
+class _CreatedDuringTheRead(FakeKube):
+    """An API whose first read of a template answers "not found" while another review of the same
+    worker creates it (the read's answer was on its way when the other creation finished)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.during_first_read: Callable[[], object] | None = None
+
+    def get(self, resource: Any, namespace: str | None, name: str, timeout: float) -> dict[str, Any] | None:
+        answer = super().get(resource, namespace, name, timeout)
+        other, self.during_first_read = self.during_first_read, None
+        if other is not None:
+            other()
+        return answer
+
+
+def test_a_template_created_while_a_review_read_is_not_created_again() -> None:
+    fake = _CreatedDuringTheRead()
+    ensurer = TemplateEnsurer(fake)
+    name = _template()["metadata"]["name"]
+    fake.during_first_read = lambda: ensurer.ensure([_template()], create=True, budget=_budget())
+    assert ensurer.ensure([_template()], create=True, budget=_budget()) == []  # the other review created it
+    assert list(fake.templates) == [("team-a", name)]
+    assert fake.calls_to("POST") == 1  # looked again before creating: no second POST answered 409
 
 
 def test_ensurer_with_a_current_copy_makes_no_call() -> None:
