@@ -1,13 +1,25 @@
 """The conversion engine: pure functions from one Kubernetes object to its DRA form.
 
     result = convert(obj, config)            # config = default_config("1.34") or parse_config(...)
-    result.object, result.templates, result.findings
+    result.object, result.templates, result.findings, result.changes
 
 Shared by the offline translator (plus file I/O) and the admission webhook (plus the
 AdmissionReview envelope and template creation). Nothing here does I/O. The names below are
 the engine's whole public surface: nothing outside the engine imports its submodules.
 """
 
+from dra_migrate.engine.changes import (
+    AddKeys,
+    AppendItems,
+    Change,
+    ChangePath,
+    RemoveItems,
+    RemoveKey,
+    Replace,
+    changes,
+    get_path,
+    same,
+)
 from dra_migrate.engine.config import (
     Config,
     ConfigError,
@@ -60,6 +72,10 @@ __all__ = [
     "REQUESTS_PREFIX",
     "RESOURCE_GROUP",
     "RULES",
+    "AddKeys",
+    "AppendItems",
+    "Change",
+    "ChangePath",
     "Config",
     "ConfigError",
     "Conversion",
@@ -70,6 +86,9 @@ __all__ = [
     "OpaqueConfig",
     "PathParts",
     "QuantityError",
+    "RemoveItems",
+    "RemoveKey",
+    "Replace",
     "Route",
     "Rule",
     "ServingClass",
@@ -85,6 +104,7 @@ __all__ = [
     "build_template",
     "cached_by_marshal",
     "cel_problem",
+    "changes",
     "claim_quota_keys",
     "class_quota_name",
     "convert",
@@ -92,6 +112,7 @@ __all__ = [
     "device_class_name",
     "device_count",
     "dns_subdomain_problem",
+    "get_path",
     "is_extended_resource",
     "json_path",
     "leave_unconverted",
@@ -100,6 +121,7 @@ __all__ = [
     "resource_entries",
     "resource_maps",
     "rules_table",
+    "same",
     "serving_classes",
     "spec_key",
     "spec_matches",

@@ -40,6 +40,12 @@ from dra_migrate.engine.workloads import api_group
 
 def convert(obj: Mapping[str, Any], config: Config) -> ConversionResult:
     """Convert one object. Never raises for odd input: what cannot be converted is left as is and reported."""
+    result = _convert(obj, config)
+    result.source = obj
+    return result
+
+
+def _convert(obj: Mapping[str, Any], config: Config) -> ConversionResult:
     if not isinstance(obj, dict) or not isinstance(obj.get("kind"), str):
         return ConversionResult(object=dict(obj) if isinstance(obj, Mapping) else None, changed=False)
     where = route_for(obj.get("apiVersion"), obj["kind"], config)
@@ -100,6 +106,7 @@ def _convert_quota(obj: dict[str, Any], config: Config) -> ConversionResult:
     if obj.get("kind") == "LimitRange":
         return ConversionResult(obj, False, [], report_limit_range(obj, config.mappings))
     if obj.get("kind") == "ClusterQueue":
+
         def kept(spec: DeviceRequestSpec) -> bool:
             return _route(spec, config).path is Path.EXTENDED_RESOURCE
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dra_migrate.engine.changes import Change, changes
 from dra_migrate.engine.findings import Finding
 from dra_migrate.engine.mapping import DeviceRequestSpec
 from dra_migrate.engine.severity import Severity
@@ -43,9 +44,10 @@ class ConversionResult:
     object's namespace (none set for a namespace-less object). `findings` covers every change made
     (severity info) and every problem found (warning, error); an error means that part was left as is.
     `conversions` lists each device-plugin request that became claims, in the order converted.
+    `changes` is the change set from the input (`source`) to `object` (engine/changes.py).
     """
 
-    __slots__ = ("changed", "conversions", "extended", "findings", "object", "templates")
+    __slots__ = ("_changes", "changed", "conversions", "extended", "findings", "object", "source", "templates")
 
     def __init__(
         self,
@@ -64,6 +66,16 @@ class ConversionResult:
         # DeviceClasses that must map them: build_device_class).
         self.extended = [] if extended is None else extended
         self.conversions = [] if conversions is None else conversions
+        self.source: Any = None  # the object given to convert(), set by it
+        self._changes: list[Change] | None = None
+
+    @property
+    def changes(self) -> list[Change]:
+        """What turns `source` into `object` (found on first use); none when unchanged or dropped."""
+        if self._changes is None:
+            converted = self.changed and self.object is not None and self.source is not None
+            self._changes = changes(self.source, self.object) if converted else []
+        return self._changes
 
     @property
     def converted_resources(self) -> list[str]:

@@ -132,13 +132,11 @@ class PatchPlan:
             return errors[0]
         if not converted.changed or converted.object is None:
             return None
-        edited = edit_document(text, document, converted.object).text
+        edited = edit_document(text, document, converted.object, converted.changes).text
         bases = [convert(copy.deepcopy(o), self.config).object for o in self._bases(kustomization)]
         return complete_patch(edited, claims_of(bases, self.config), self.config), converted.templates
 
-    def _rewrite(
-        self, kustomization: Kustomization, entry: PatchEntry
-    ) -> tuple[str, list[Operation], Rewrite] | None:
+    def _rewrite(self, kustomization: Kustomization, entry: PatchEntry) -> tuple[str, list[Operation], Rewrite] | None:
         """The patch's text and operations, and their DRA form; None for what is no JSON 6902 patch."""
         try:
             text = entry.inline if entry.file is None else self._read(entry.file)

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 import yaml
 
 from dra_migrate.engine import (
+    Change,
     Config,
     DeviceRequestSpec,
     Finding,
@@ -152,7 +153,7 @@ def _validate(report: DocumentReport, original: Any, objects: list[dict[str, Any
 
 
 class _Converted:
-    __slots__ = ("changed", "extended", "new_templates", "obj")
+    __slots__ = ("changed", "changes", "extended", "new_templates", "obj")
 
     def __init__(
         self,
@@ -160,9 +161,11 @@ class _Converted:
         changed: bool,
         new_templates: list[dict[str, Any]],
         extended: list[DeviceRequestSpec] | None = None,
+        changes: list[Change] | None = None,
     ) -> None:
         self.obj = obj
         self.changed = changed
+        self.changes = changes  # from the document's object to `obj`
         self.new_templates = new_templates
         self.extended = [] if extended is None else extended
 
@@ -183,7 +186,7 @@ def _convert_document(obj: Any, report: DocumentReport, options: RunOptions) -> 
         report.status = "changed"
     if options.validate and result.object is not None:
         _validate(report, obj, [result.object], options)
-    return _Converted(result.object, result.changed, result.templates, result.extended)
+    return _Converted(result.object, result.changed, result.templates, result.extended, result.changes)
 
 
 def _claim(
@@ -301,7 +304,7 @@ def _convert_stream(
             header = f"---{nl}" if document.text.startswith("---") else ""
             out.append(f"{header}# dra-migrate: {report.kind} {report.name or ''} dropped (see the report){nl}")
         elif converted.changed:
-            edited = edit_document(document.text, document.obj, converted.obj)
+            edited = edit_document(document.text, document.obj, converted.obj, converted.changes)
             out.append(edited.text)
             if edited.lost_comments:  # counting lines is O(file size): only for a finding that needs it
                 line = first_line + result.original.count("\n", 0, document.start)

@@ -25,7 +25,7 @@ from dra_migrate.webhook import messages
 from dra_migrate.webhook.budget import Budget
 from dra_migrate.webhook.envelope import AdmissionRequest
 from dra_migrate.webhook.failures import api_failure
-from dra_migrate.webhook.patch import make_patch
+from dra_migrate.webhook.patch import json_patch
 from dra_migrate.webhook.policy import Mode, QuotaGap, WebhookPolicy
 from dra_migrate.webhook.resource_api import ApiError
 from dra_migrate.webhook.responses import Decision, Outcome, allowed, denied, patched
@@ -125,7 +125,7 @@ class Enforce:
                 exc, self._policy, pod.pod, request.namespace, f"check or create ResourceClaimTemplate {names}"
             )
         return patched(
-            make_patch(pod.pod, result.object),
+            json_patch(result.changes),
             warnings=messages.warnings_for(result.findings, extra=pod.notes),
             annotations={
                 "decision": "converted-dry-run" if request.dry_run else "converted",

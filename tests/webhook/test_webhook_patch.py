@@ -1,4 +1,5 @@
-"""webhook/patch.py: the operations always turn the original into exactly the converted object."""
+"""The engine's change set as a JSON Patch (webhook/patch.py): the operations always turn the
+original into exactly the converted object."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import jsonpatch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dra_migrate.webhook.patch import make_patch
+from dra_migrate.engine import changes
+from dra_migrate.webhook.patch import json_patch
 
 scalars = st.one_of(
     st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from([0.5, 1.0]), st.text("ab/~", max_size=3)
@@ -29,7 +31,7 @@ def _exact(value: Any) -> str:
 
 
 def _applied(src: dict[str, Any], dst: dict[str, Any]) -> dict[str, Any]:
-    operations = make_patch(src, dst)
+    operations = json_patch(changes(src, dst))
     result: dict[str, Any] = jsonpatch.apply_patch(copy.deepcopy(src), operations)
     return result
 
@@ -82,6 +84,6 @@ def test_unchanged_parts_get_no_operations() -> None:
     }
     converted = copy.deepcopy(pod)
     converted["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpu"}]}
-    assert make_patch(pod, converted) == [
+    assert json_patch(changes(pod, converted)) == [
         {"op": "add", "path": "/spec/containers/0/resources", "value": {"claims": [{"name": "gpu"}]}}
     ]

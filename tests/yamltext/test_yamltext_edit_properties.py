@@ -11,8 +11,8 @@ from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
+from dra_migrate.engine import changes, same
 from dra_migrate.translator.yamltext import edit_document, kubeyaml
-from dra_migrate.translator.yamltext.diff import diff, same
 from dra_migrate.translator.yamltext.edit import parses_to
 from dra_migrate.translator.yamltext.shapes import DeclineError
 from dra_migrate.translator.yamltext.surgical import SurgicalEditor
@@ -113,7 +113,7 @@ def _surgical(text: str, old: Any, new: Any) -> str | None:
     root = yaml.compose(text, Loader=kubeyaml.KubeLoader)
     assert root is not None
     try:
-        return SurgicalEditor(text, root, new).apply(diff(old, new))
+        return SurgicalEditor(text, root, new).apply(changes(old, new))
     except DeclineError as exc:
         event(f"declined: {exc}")
         return None

@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kubectl import kubectl_read, require_kubectl
 
+from dra_migrate.engine import changes
 from dra_migrate.translator.yamltext import edit_document, kubeyaml
-from dra_migrate.translator.yamltext.diff import diff
 from dra_migrate.translator.yamltext.edit import rewrite
 from dra_migrate.translator.yamltext.roundtrip import roundtrip_edit
 from dra_migrate.translator.yamltext.shapes import Layout
@@ -106,7 +106,7 @@ def _written(strings: list[str]) -> dict[str, str]:
     assert surgical.method == "surgical", surgical.reason
     return {
         "surgical editor": surgical.text,
-        "ruamel fallback": roundtrip_edit(block_text, diff(kubeyaml.load(block_text), new), Layout()),
+        "ruamel fallback": roundtrip_edit(block_text, changes(kubeyaml.load(block_text), new), Layout()),
         "plain-dump fallback": rewrite(block_text, new),
         "generated documents": kubeyaml.dump(new),
     }

@@ -13,9 +13,9 @@ from typing import Any, Literal
 import yaml
 from yaml.nodes import Node
 
+from dra_migrate.engine import AddKeys, AppendItems, Change, Replace, changes, get_path, same
 from dra_migrate.translator.yamltext import kubeyaml
 from dra_migrate.translator.yamltext.comments import lost_comments
-from dra_migrate.translator.yamltext.diff import AddKeys, AppendItems, Op, Replace, diff, get_path, same
 from dra_migrate.translator.yamltext.layout import detect_layout
 from dra_migrate.translator.yamltext.shapes import DeclineError, Layout
 from dra_migrate.translator.yamltext.surgical import SurgicalEditor
@@ -40,8 +40,10 @@ class EditResult:
         self.lost_comments = lost_comments
 
 
-def edit_document(doc_text: str, old: Any, new: Any) -> EditResult:
-    ops = diff(old, new)
+def edit_document(doc_text: str, old: Any, new: Any, known: list[Change] | None = None) -> EditResult:
+    """`doc_text` (which parses to `old`) edited to parse to `new`; `known` is the change set from
+    `old` to `new` when the caller has it (a conversion's), else it is found here."""
+    ops = changes(old, new) if known is None else known
     if not ops:
         return EditResult(doc_text, "surgical")
     root: Node | None = None
@@ -66,7 +68,7 @@ def _compose(text: str) -> Node:
     return root
 
 
-def _fallback(doc_text: str, ops: list[Op], new: Any, layout: Layout, reason: str) -> EditResult:
+def _fallback(doc_text: str, ops: list[Change], new: Any, layout: Layout, reason: str) -> EditResult:
     from dra_migrate.translator.yamltext.roundtrip import roundtrip_edit  # ruamel.yaml: only when needed
 
     try:
@@ -93,7 +95,7 @@ def rewrite(doc_text: str, new: Any) -> str:
     return head + text + foot
 
 
-def parses_to(text: str, new: Any, ops: list[Op] | None = None) -> bool:
+def parses_to(text: str, new: Any, ops: list[Change] | None = None) -> bool:
     """Whether `text` loads to `new`, telling 1 from True and 1.0 (which == does not).
 
     With the ops that produced `text`, the strict comparison is limited to what they wrote:
@@ -111,7 +113,7 @@ def parses_to(text: str, new: Any, ops: list[Op] | None = None) -> bool:
         return False
 
 
-def _written_same(loaded: Any, op: Op) -> bool:
+def _written_same(loaded: Any, op: Change) -> bool:
     if isinstance(op, Replace):
         return same(get_path(loaded, op.path), op.value)
     if isinstance(op, AddKeys):

@@ -16,7 +16,7 @@ from ruamel.yaml.error import CommentMark
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString, ScalarString
 from ruamel.yaml.tokens import CommentToken
 
-from dra_migrate.translator.yamltext.diff import AddKeys, AppendItems, Op, RemoveItems, RemoveKey, Replace, get_path
+from dra_migrate.engine import AddKeys, AppendItems, Change, RemoveItems, RemoveKey, Replace, get_path
 from dra_migrate.translator.yamltext.render import plain_ok
 from dra_migrate.translator.yamltext.shapes import Layout
 
@@ -24,7 +24,7 @@ _START = re.compile(r"^---(?=[ \t\r\n]|\Z)", re.M)
 _END = re.compile(r"^\.\.\.(?=[ \t\r\n]|\Z)", re.M)
 
 
-def roundtrip_edit(text: str, ops: list[Op], layout: Layout) -> str:
+def roundtrip_edit(text: str, ops: list[Change], layout: Layout) -> str:
     head, body, foot = frame(text)
     yaml = YAML(typ="rt")
     yaml.preserve_quotes = True
@@ -51,7 +51,7 @@ def roundtrip_edit(text: str, ops: list[Op], layout: Layout) -> str:
     return head + result + foot
 
 
-def _unshare_paths(data: Any, ops: list[Op]) -> None:
+def _unshare_paths(data: Any, ops: list[Change]) -> None:
     """Give each edited place a value of its own where an alias shares it with another place
     (`resources: *r` in the Worker, the Master's `&r`), so the edit changes only that place.
     Only the containers on an edit's path are copied: shared values the conversion does not touch
@@ -122,7 +122,7 @@ def _rt(value: Any) -> Any:
     return value
 
 
-def _apply(data: Any, op: Op) -> Any:
+def _apply(data: Any, op: Change) -> Any:
     if isinstance(op, Replace):
         if not op.path:
             return _rt(op.value)

@@ -8,17 +8,17 @@ from typing import Any
 from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from dra_migrate.translator.yamltext import render
-from dra_migrate.translator.yamltext.diff import (
+from dra_migrate.engine import (
     AddKeys,
     AppendItems,
-    Op,
-    Path,
+    Change,
+    ChangePath,
     RemoveItems,
     RemoveKey,
     Replace,
     get_path,
 )
+from dra_migrate.translator.yamltext import render
 from dra_migrate.translator.yamltext.layout import Text, detect_layout
 from dra_migrate.translator.yamltext.shapes import DeclineError, Layout
 
@@ -48,10 +48,10 @@ class SurgicalEditor:
         self.new = new
         self.edits: list[_Edit] = []
         self._entries: dict[int, dict[Any, tuple[Node, Node]]] = {}
-        self._chains: dict[Path, Chain] = {}
+        self._chains: dict[ChangePath, Chain] = {}
 
-    def apply(self, ops: list[Op]) -> str:
-        removals: dict[Path, list[Any]] = {}
+    def apply(self, ops: list[Change]) -> str:
+        removals: dict[ChangePath, list[Any]] = {}
         for op in self._normalise(ops):
             if isinstance(op, RemoveKey):
                 removals.setdefault(op.path, []).append(op.key)
@@ -63,7 +63,7 @@ class SurgicalEditor:
 
     # -- locating nodes -------------------------------------------------------------------
 
-    def _chain(self, path: Path) -> Chain:
+    def _chain(self, path: ChangePath) -> Chain:
         chain = self._chains.get(path)
         if chain is None:
             if path:
@@ -104,10 +104,10 @@ class SurgicalEditor:
             self._entries[id(node)] = entries
         return entries
 
-    def _normalise(self, ops: list[Op]) -> list[Op]:
+    def _normalise(self, ops: list[Change]) -> list[Change]:
         """Edits inside flow collections become a re-render of the outermost flow node."""
-        out: list[Op] = []
-        replaced: list[Path] = []
+        out: list[Change] = []
+        replaced: list[ChangePath] = []
         for op in ops:
             chain = self._chain(op.path)
             nodes = chain[:-1] if isinstance(op, Replace) else chain
@@ -119,8 +119,8 @@ class SurgicalEditor:
             out.append(op)
             if isinstance(op, Replace):
                 replaced.append(op.path)
-        kept: list[Op] = []
-        seen: set[Path] = set()
+        kept: list[Change] = []
+        seen: set[ChangePath] = set()
         for op in out:
             covered = any(op.path[: len(p)] == p and (op.path != p or not isinstance(op, Replace)) for p in replaced)
             if covered or (isinstance(op, Replace) and op.path in seen):
@@ -132,7 +132,7 @@ class SurgicalEditor:
 
     # -- ops to edits ---------------------------------------------------------------------
 
-    def _apply(self, op: Op) -> None:
+    def _apply(self, op: Change) -> None:
         chain = self._chain(op.path)
         node = chain[-1][0]
         start = self.t.start(node)
@@ -189,7 +189,7 @@ class SurgicalEditor:
                 raise DeclineError("sequence item not alone on its `- ` line")
             self._delete_lines(line, t.line_end(t.end(item)))
 
-    def _remove_keys(self, path: Path, keys: list[Any]) -> None:
+    def _remove_keys(self, path: ChangePath, keys: list[Any]) -> None:
         t = self.t
         chain = self._chain(path)
         node = chain[-1][0]

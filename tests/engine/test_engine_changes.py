@@ -1,4 +1,5 @@
-"""The structural diff that both editors apply."""
+"""A conversion's change set (engine/changes.py), from which the webhook's JSON Patch and the
+translator's text edit are built."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import math
 
 import pytest
 
-from dra_migrate.translator.yamltext.diff import AddKeys, AppendItems, RemoveItems, RemoveKey, Replace, diff, same
+from dra_migrate.engine import AddKeys, AppendItems, RemoveItems, RemoveKey, Replace, changes, same
 
 
 @pytest.mark.parametrize(
@@ -29,7 +30,7 @@ def test_same_tells_yaml_types_apart(a: object, b: object, equal: bool) -> None:
 def test_dict_ops_in_order() -> None:
     old = {"a": 1, "b": {"x": 1, "y": 2}, "c": 3}
     new = {"z": 0, "a": 1, "b": {"x": 2, "y": 2, "w": 1}}
-    assert diff(old, new) == [
+    assert changes(old, new) == [
         RemoveKey((), "c"),
         Replace(("b", "x"), 2),
         AddKeys(("b",), (("w", 1),)),
@@ -38,14 +39,14 @@ def test_dict_ops_in_order() -> None:
 
 
 def test_emptied_mapping_is_replaced_and_empty_stays_quiet() -> None:
-    assert diff({"r": {"l": 1}}, {"r": {}}) == [Replace(("r",), {})]
-    assert diff({"r": {}}, {"r": {}}) == []
+    assert changes({"r": {"l": 1}}, {"r": {}}) == [Replace(("r",), {})]
+    assert changes({"r": {}}, {"r": {}}) == []
 
 
 def test_lists() -> None:
-    assert diff([1, 2], [1, 2, 3]) == [AppendItems((), (3,))]
-    assert diff([1, 2, 3], [1, 3]) == [RemoveItems((), (1,))]
-    assert diff([{"a": 1}, 2], [{"a": 2}, 2, 5]) == [Replace((0, "a"), 2), AppendItems((), (5,))]
-    assert diff([1, 2, 3], [4]) == [Replace((0,), 4), RemoveItems((), (1, 2))]
-    assert diff([1], []) == [Replace((), [])]
-    assert diff({"a": 1}, [1]) == [Replace((), [1])]
+    assert changes([1, 2], [1, 2, 3]) == [AppendItems((), (3,))]
+    assert changes([1, 2, 3], [1, 3]) == [RemoveItems((), (1,))]
+    assert changes([{"a": 1}, 2], [{"a": 2}, 2, 5]) == [Replace((0, "a"), 2), AppendItems((), (5,))]
+    assert changes([1, 2, 3], [4]) == [Replace((0,), 4), RemoveItems((), (1, 2))]
+    assert changes([1], []) == [Replace((), [])]
+    assert changes({"a": 1}, [1]) == [Replace((), [1])]
