@@ -55,6 +55,7 @@ yaml12: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/translate.py
 	$(BIN)/python bench/webhook.py
+	$(BIN)/python bench/review_cost.py
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache .hypothesis

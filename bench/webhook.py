@@ -41,7 +41,6 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 from contextlib import ExitStack, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +50,7 @@ ROOT = HERE.parent
 # The in-memory Kubernetes API the tests use stands in for the real one here too.
 sys.path.insert(0, str(ROOT / "tests" / "common"))
 
+from admission import make_review  # noqa: E402
 from fakekube import FakeKubeServer  # noqa: E402
 
 from dra_migrate.certs.generate import create_bundle, write_bundle  # noqa: E402
@@ -61,6 +61,10 @@ SAME, REPLICAS, BARE = "/mutate", "/mutate replicas", "/mutate-noop"
 # The characters kube-apiserver's names.SimpleNameGenerator draws from (k8s.io/apimachinery util/rand).
 NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 TIMEOUT = "5s"  # timeoutSeconds of the MutatingWebhookConfiguration
+REPLICASET_CONTROLLER = {
+    "username": "system:serviceaccount:kube-system:replicaset-controller",
+    "groups": ["system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"],
+}
 
 
 def token_volume(replica: int) -> str:
@@ -156,27 +160,8 @@ def gpu_pod_review(replica: int = 0) -> bytes:
             ],
         },
     }
-    review = {
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": str(uuid.uuid4()),
-            "kind": {"group": "", "version": "v1", "kind": "Pod"},
-            "resource": {"group": "", "version": "v1", "resource": "pods"},
-            "requestKind": {"group": "", "version": "v1", "kind": "Pod"},
-            "requestResource": {"group": "", "version": "v1", "resource": "pods"},
-            "namespace": "ml",
-            "operation": "CREATE",
-            "userInfo": {
-                "username": "system:serviceaccount:kube-system:replicaset-controller",
-                "groups": ["system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"],
-            },
-            "object": pod,
-            "oldObject": None,
-            "dryRun": False,
-            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"},
-        },
-    }
+    # As the ReplicaSet controller creates it: kube-apiserver names the user that made the request.
+    review = make_review(pod, namespace="ml", user_info=REPLICASET_CONTROLLER)
     return json.dumps(review).encode()
 
 

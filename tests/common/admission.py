@@ -16,6 +16,7 @@ def make_review(
     dry_run: bool = False,
     api_version: str = "admission.k8s.io/v1",
     old: Mapping[str, Any] | None = None,
+    user_info: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     request: dict[str, Any] = {
         "uid": str(uuid.uuid4()),
@@ -26,7 +27,7 @@ def make_review(
         "name": (pod.get("metadata") or {}).get("name", ""),
         "namespace": namespace,
         "operation": operation,
-        "userInfo": {"username": "tester", "groups": ["system:authenticated"]},
+        "userInfo": dict(user_info or {"username": "tester", "groups": ["system:authenticated"]}),
         "object": copy.deepcopy(dict(pod)),
         "oldObject": copy.deepcopy(dict(old)) if old is not None else None,
         "dryRun": dry_run,

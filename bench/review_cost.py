@@ -1,0 +1,176 @@
+"""What one review costs inside the webhook's process: the WSGI app answering `/mutate` with no HTTP
+parsing, TLS or waking up around it, and the parts of that work, in CPU time and, with
+`--callgrind`, in instructions executed (valgrind's callgrind, which does not move with the
+machine's speed as time does).
+
+    python bench/review_cost.py [--repeat 5000] [--callgrind]
+
+The review is bench/webhook.py's GPU pod of a ReplicaSet; the app reads the cluster from watched
+copies of an in-memory API (current, as in a running server, so no review calls the API) and counts
+its metrics in this process rather than in gunicorn's shared files. The served figures of
+bench/webhook.py add gunicorn and TLS to this; the bare `/mutate-noop` endpoint, measured here too,
+is the envelope alone (read the body, parse it, answer allowed).
+
+Instructions per review are the difference between two runs of the whole review that differ only in
+how many reviews they make, divided by that difference: start-up and imports cancel out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "common"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from fakekube import FakeKube  # noqa: E402
+from webhook import gpu_pod_review  # noqa: E402
+
+from dra_migrate.engine import Target, convert, default_config  # noqa: E402
+from dra_migrate.webhook.app import create_app  # noqa: E402
+from dra_migrate.webhook.cluster import ClusterWatch  # noqa: E402
+from dra_migrate.webhook.review import Reviewer  # noqa: E402
+
+WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Any]
+CALLGRIND_RUNS = (100, 300)  # reviews in the two runs whose difference is counted
+
+
+def _app() -> tuple[WSGIApp, Callable[[], None]]:
+    """The webhook's WSGI app on current watched copies of an empty in-memory API; and its stop."""
+    api = FakeKube()
+    api.add_namespace("ml")  # the review's namespace, known to the watched copy as in a cluster
+    caches = ClusterWatch(api, Target.parse("1.34"), detect_target=False, timeout=1.0).start()
+    for cache in (caches.templates, caches.namespaces, caches.quotas, caches.device_classes):
+        if cache is None or not cache.wait_synced(10):
+            raise SystemExit("the watched copies of the in-memory API did not sync")
+    reviewer = Reviewer.for_api(default_config(), api, caches=caches)
+    app: WSGIApp = create_app(reviewer, noop_route=True).wsgi_app
+    return app, caches.stop
+
+
+def _call(app: WSGIApp, path: str, body: bytes) -> bytes:
+    environ = {
+        "REQUEST_METHOD": "POST",
+        "PATH_INFO": path,
+        "CONTENT_TYPE": "application/json",
+        "CONTENT_LENGTH": str(len(body)),
+        "wsgi.input": io.BytesIO(body),
+    }
+    status: list[str] = []
+    answer = b"".join(app(environ, lambda line, headers, exc_info=None: status.append(line)))
+    if not status or not status[0].startswith("200"):
+        raise SystemExit(f"{path} answered {status}: {answer[:300]!r}")
+    return answer
+
+
+def _per_call(work: Callable[[], object], repeat: int) -> float:
+    """CPU seconds per call of `work`, after a warm-up (the median of three rounds)."""
+    for _ in range(max(20, repeat // 20)):
+        work()
+    rounds = []
+    for _ in range(3):
+        start = time.process_time()
+        for _ in range(repeat):
+            work()
+        rounds.append((time.process_time() - start) / repeat)
+    return sorted(rounds)[1]
+
+
+def cpu_figures(repeat: int) -> dict[str, float]:
+    """Microseconds of CPU per review, whole and by part."""
+    # Imported here: the whole-review runs (--reviews-only) use nothing a version of the webhook
+    # without them lacks, so that they count another checkout too (PYTHONPATH=<checkout>).
+    from dra_migrate.engine import changes
+    from dra_migrate.webhook.patch import json_patch
+
+    app, stop = _app()
+    try:
+        body = gpu_pod_review()
+        answer = json.loads(_call(app, "/mutate", body))
+        if "patch" not in answer["response"]:
+            raise SystemExit(f"the review was not converted: {answer}")
+        pod = json.loads(body)["request"]["object"]
+        config = default_config()
+        converted = convert(pod, config).object
+        figures = {
+            "whole review (/mutate)": _per_call(lambda: _call(app, "/mutate", body), repeat),
+            "bare endpoint (/mutate-noop)": _per_call(lambda: _call(app, "/mutate-noop", body), repeat),
+            "parse the body (json.loads)": _per_call(lambda: json.loads(body), repeat),
+            "convert the pod (engine)": _per_call(lambda: convert(pod, config), repeat),
+            "change set + JSON Patch": _per_call(lambda: json_patch(changes(pod, converted)), repeat),
+        }
+    finally:
+        stop()
+    return {name: seconds * 1e6 for name, seconds in figures.items()}
+
+
+def _reviews_only(count: int) -> None:
+    """The child run under callgrind: `count` whole reviews after one warm-up review."""
+    app, stop = _app()
+    try:
+        body = gpu_pod_review()
+        _call(app, "/mutate", body)
+        for _ in range(count):
+            _call(app, "/mutate", body)
+    finally:
+        stop()
+
+
+def _instructions(count: int, valgrind: str) -> int:
+    result = subprocess.run(
+        [
+            valgrind,
+            "--tool=callgrind",
+            "--callgrind-out-file=/dev/null",
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--reviews-only",
+            str(count),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONHASHSEED": "0"},
+    )
+    found = re.search(r"Collected : (\d+)", result.stderr)
+    if result.returncode != 0 or found is None:
+        raise SystemExit(f"callgrind run failed ({result.returncode}):\n{result.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def instructions_per_review() -> float:
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        raise SystemExit("--callgrind needs valgrind on PATH (Debian: apt install valgrind)")
+    few, many = CALLGRIND_RUNS
+    return (_instructions(many, valgrind) - _instructions(few, valgrind)) / (many - few)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=5000, help="calls per timed round (default 5000)")
+    parser.add_argument("--callgrind", action="store_true", help="also count instructions per review")
+    parser.add_argument("--reviews-only", type=int, metavar="N", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.reviews_only is not None:
+        _reviews_only(args.reviews_only)
+        return
+    for name, micros in cpu_figures(args.repeat).items():
+        print(f"{name:32} {micros:8.1f} us")
+    if args.callgrind:
+        print(f"{'instructions per review':32} {instructions_per_review() / 1e6:8.2f} million")
+
+
+if __name__ == "__main__":
+    main()
