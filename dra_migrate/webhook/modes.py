@@ -51,6 +51,11 @@ class ConvertedPod:
 
 
 class ModeHandler(Protocol):
+    @property
+    def mode(self) -> Mode:
+        """The mode it decides for (metrics and logs name it)."""
+        ...
+
     def __call__(self, pod: ConvertedPod) -> Decision:
         """The answer for a converted pod, once nothing else refused it."""
         ...
@@ -66,6 +71,8 @@ class ModeHandler(Protocol):
 
 class Audit:
     """Reports and never refuses: what enforce would do goes into warnings and audit annotations."""
+
+    mode = Mode.AUDIT
 
     def __call__(self, pod: ConvertedPod) -> Decision:
         findings = pod.result.findings
@@ -91,6 +98,8 @@ class Audit:
 
 class Enforce:
     """Creates the pod's templates and patches it; refuses what it cannot convert safely."""
+
+    mode = Mode.ENFORCE
 
     def __init__(self, templates: TemplateEnsurer, policy: WebhookPolicy) -> None:
         self._templates = templates

@@ -125,7 +125,8 @@ class Reviewer:
 
     @property
     def mode(self) -> str:
-        return str(self._policy.mode)
+        """The mode of the handler that decides (the one place a mode is said)."""
+        return str(self._parts.handler.mode)
 
     def review(self, request: AdmissionRequest) -> Decision:
         try:

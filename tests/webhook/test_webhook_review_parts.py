@@ -7,22 +7,26 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from admission import make_review
+from fakekube import FakeKube
 from pods import gpu_pod
 
 from dra_migrate.engine import default_config
 from dra_migrate.webhook.budget import Budget
 from dra_migrate.webhook.envelope import parse_review
 from dra_migrate.webhook.extended import ExtendedResourceIndex
-from dra_migrate.webhook.modes import HANDLERS, ConvertedPod
-from dra_migrate.webhook.policy import WEBHOOK_SCHEMA, Mode
+from dra_migrate.webhook.modes import HANDLERS, ConvertedPod, handler_for
+from dra_migrate.webhook.policy import WEBHOOK_SCHEMA, Mode, WebhookPolicy
 from dra_migrate.webhook.quota import QuotaRecord
 from dra_migrate.webhook.resource_api import ApiError
 from dra_migrate.webhook.responses import Decision, Outcome, allowed, denied
 from dra_migrate.webhook.review import Reviewer, ReviewParts
+from dra_migrate.webhook.templates import TemplateEnsurer
 
 
 class RecordingHandler:
     """A mode of its own: admits every converted pod unpatched and remembers what it was asked."""
+
+    mode = Mode.AUDIT
 
     def __init__(self) -> None:
         self.converted: list[ConvertedPod] = []
@@ -85,3 +89,12 @@ def test_an_api_failure_is_answered_by_the_handler() -> None:
 def test_every_mode_the_configuration_accepts_has_a_handler() -> None:
     assert set(HANDLERS) == set(Mode)
     assert set(WEBHOOK_SCHEMA["properties"]["mode"]["enum"]) == {mode.value for mode in Mode}
+
+
+def test_the_mode_is_the_handlers() -> None:
+    """The policy's mode picks the handler once; the Reviewer reports the handler's, so the two
+    cannot disagree (the policy here is the default, enforce)."""
+    assert reviewer(RecordingHandler(), Namespaces()).mode == "audit"
+    for mode in Mode:
+        policy = WebhookPolicy(mode=mode)
+        assert handler_for(policy, TemplateEnsurer(FakeKube())).mode is mode
