@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -21,10 +20,8 @@ import pytest
 import requests
 import yaml
 from admission import make_review
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from cert_chain import client_certificate
+from cryptography.hazmat.primitives import serialization
 from fakekube import FakeKubeServer
 from pods import gpu_pod
 from polling import wait_until
@@ -385,24 +382,10 @@ def test_quota_gap_in_audit_mode_is_a_warning(
 
 
 def _client_cert(ca: CertifiedKey, directory: Path, name: str) -> tuple[Path, Path]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    now = dt.datetime.now(dt.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
-        .issuer_name(ca.cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + dt.timedelta(days=1))
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
-        .sign(ca.key, hashes.SHA256())
-    )
+    client = client_certificate(ca, name)
     cert_path, key_path = directory / f"{name}.crt", directory / f"{name}.key"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
+    cert_path.write_bytes(client.cert_pem())
+    key_path.write_bytes(client.key_pem())
     return cert_path, key_path
 
 
