@@ -46,7 +46,7 @@ class RemoveItems(NamedTuple):
 
 Change = Replace | RemoveKey | AddKeys | AppendItems | RemoveItems
 
-_SCALARS = frozenset({str, int, bool, type(None)})  # floats aside: NaN is not equal to itself
+_SCALARS = frozenset({str, int, bool, type(None)})  # floats aside: NaN, and -0.0 == 0.0
 
 
 def same(a: Any, b: Any) -> bool:
@@ -61,8 +61,8 @@ def same(a: Any, b: Any) -> bool:
         return isinstance(b, list | tuple) and len(a) == len(b) and all(map(same, a, b))
     if isinstance(b, dict | list | tuple) or _scalar_kind(a) is not _scalar_kind(b):
         return False
-    if isinstance(a, float) and math.isnan(a):
-        return math.isnan(b)
+    if isinstance(a, float):  # NaN is itself; -0.0 is not 0.0 (JSON and YAML write them apart)
+        return math.isnan(b) if math.isnan(a) else a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
     return bool(a == b)
 
 
@@ -92,7 +92,7 @@ def _unchanged(old: Any, new: Any) -> bool:
             return marshal.dumps(old, 2) == marshal.dumps(new, 2)
         except ValueError:
             return same(old, new)
-    return not isinstance(old, dict | list) or same(old, new)
+    return not isinstance(old, dict | list | float) or same(old, new)
 
 
 def _diff(old: Any, new: Any, path: ChangePath, ops: list[Change]) -> None:

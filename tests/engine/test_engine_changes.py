@@ -18,6 +18,8 @@ from dra_migrate.engine import AddKeys, AppendItems, RemoveItems, RemoveKey, Rep
         ({"a": [1]}, {"a": [1]}, True),
         ({"a": 1, "b": 2}, {"b": 2, "a": 1}, True),
         (math.nan, math.nan, True),
+        (-0.0, 0.0, False),
+        ([-0.0], [0.0], False),
         ([1], (1,), True),
         ("1", 1, False),
         ({}, [], False),
@@ -50,3 +52,11 @@ def test_lists() -> None:
     assert changes([1, 2, 3], [4]) == [Replace((0,), 4), RemoveItems((), (1, 2))]
     assert changes([1], []) == [Replace((), [])]
     assert changes({"a": 1}, [1]) == [Replace((), [1])]
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [({"x": 0.0}, {"x": -0.0}), ([-0.0], [0.0, -0.0]), ({"x": [0.0]}, {"x": [-0.0]}), ({"x": [1, 0.0]}, {"x": [-0.0]})],
+)
+def test_negative_zero_is_a_change(old: object, new: object) -> None:
+    assert changes(old, new), "-0.0 and 0.0 are written apart"

@@ -15,7 +15,7 @@ from dra_migrate.engine import changes
 from dra_migrate.webhook.patch import json_patch
 
 scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from([0.5, 1.0]), st.text("ab/~", max_size=3)
+    st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from([0.5, 1.0, 0.0, -0.0]), st.text("ab/~", max_size=3)
 )
 keys = st.text("ab/~0", min_size=0, max_size=3)
 json_values = st.recursive(
