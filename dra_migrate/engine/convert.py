@@ -259,6 +259,8 @@ def _convert_list(obj: dict[str, Any], config: Config) -> ConversionResult:
         changed |= result.changed
         if result.object is not None:
             items.append(result.object)
+        elif not isinstance(item, dict):  # not an object (a string, a null): not the engine's to drop
+            items.append(item)
     if not changed:
         return ConversionResult(obj, False, [], findings, list(extended.values()))
     items_result = {**obj, "items": items}

@@ -363,6 +363,18 @@ def test_unchanged_list_is_returned_as_is(config: Config) -> None:
     assert not result.changed and result.object is original
 
 
+def test_list_items_that_are_no_objects_are_kept_where_they_were(config: Config) -> None:
+    """A string or a null among a List's items is not valid Kubernetes, but it is the user's: a
+    conversion of the other items must not lose it (it did, whenever another item changed)."""
+    gpu_pod = pod({"containers": [container("c", gpu(1))]})
+    items = [gpu_pod, "not an object", None, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}]
+    result = convert({"apiVersion": "v1", "kind": "List", "items": copy.deepcopy(items)}, config)
+    assert result.changed
+    out = converted(result)["items"]
+    assert out[1:] == items[1:]
+    assert out[0]["spec"]["resourceClaims"]
+
+
 @pytest.mark.parametrize("kind", ["Workflow", "WorkflowTemplate", "ClusterWorkflowTemplate", "CronWorkflow"])
 def test_argo_templates_get_template_level_claims(config: Config, kind: str) -> None:
     """Argo Workflows 4.1 templates take `resourceClaims` (examples/resource-claims.yaml upstream)."""
