@@ -34,12 +34,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "common"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from fakekube import FakeKube  # noqa: E402
+from fakekube import FakeKube, synced_watch  # noqa: E402
 from webhook import gpu_pod_review  # noqa: E402
 
-from dra_migrate.engine import Target, convert, default_config  # noqa: E402
+from dra_migrate.engine import convert, default_config  # noqa: E402
 from dra_migrate.webhook.app import create_app  # noqa: E402
-from dra_migrate.webhook.cluster import ClusterWatch  # noqa: E402
 from dra_migrate.webhook.review import Reviewer  # noqa: E402
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Any]
@@ -50,10 +49,7 @@ def _app() -> tuple[WSGIApp, Callable[[], None]]:
     """The webhook's WSGI app on current watched copies of an empty in-memory API; and its stop."""
     api = FakeKube()
     api.add_namespace("ml")  # the review's namespace, known to the watched copy as in a cluster
-    caches = ClusterWatch(api, Target.parse("1.34"), detect_target=False, timeout=1.0).start()
-    for cache in (caches.templates, caches.namespaces, caches.quotas, caches.device_classes):
-        if cache is None or not cache.wait_synced(10):
-            raise SystemExit("the watched copies of the in-memory API did not sync")
+    caches = synced_watch(api, timeout=10)
     reviewer = Reviewer.for_api(default_config(), api, caches=caches)
     app: WSGIApp = create_app(reviewer, noop_route=True).wsgi_app
     return app, caches.stop

@@ -33,7 +33,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from dra_migrate.webhook.resource_api import (
@@ -46,6 +46,9 @@ from dra_migrate.webhook.resource_api import (
     device_classes,
     status_error,
 )
+
+if TYPE_CHECKING:
+    from dra_migrate.webhook.cluster import ClusterCaches
 
 _PATH = re.compile(
     r"/api(?:s/(?P<group>[^/]+))?/(?P<version>[^/]+)(?:/namespaces/(?P<ns>[^/]+))?/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?"
@@ -291,6 +294,18 @@ class FakeKube:
 
     def server_version(self, timeout: float) -> dict[str, Any]:
         return _ok("get_version", *self.handle("GET", "/version"))
+
+
+def synced_watch(api: FakeKube, timeout: float = 5.0) -> ClusterCaches:
+    """The webhook's watched copies of `api` (release 1.34), started and current: what a running
+    server reads instead of asking the API. Stop them with `.stop()`."""
+    from dra_migrate.engine import Target  # here: most users of the fake need neither
+    from dra_migrate.webhook.cluster import ClusterWatch
+
+    caches = ClusterWatch(api, Target.parse("1.34"), detect_target=False, timeout=1.0).start()
+    for cache in (caches.templates, caches.namespaces, caches.quotas, caches.device_classes):
+        assert cache is not None and cache.wait_synced(timeout), "the watched copies of the fake API did not sync"
+    return caches
 
 
 def _selector(query: Mapping[str, list[str]]) -> dict[str, str]:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from admission import make_review
-from fakekube import FakeKube
+from fakekube import FakeKube, synced_watch
 from pods import gpu_pod
 from polling import wait_until
 
@@ -26,7 +26,7 @@ from dra_migrate.engine import (
 )
 from dra_migrate.webhook import messages, review
 from dra_migrate.webhook.budget import Budget
-from dra_migrate.webhook.cluster import ClusterCaches, ClusterWatch, target_from_version
+from dra_migrate.webhook.cluster import ClusterCaches, target_from_version
 from dra_migrate.webhook.envelope import AdmissionResponse, InvalidReviewError, parse_review, render_review
 from dra_migrate.webhook.extended import ExtendedResourceIndex, serving_record, without_resources
 from dra_migrate.webhook.resource_api import ApiError
@@ -124,14 +124,6 @@ def _budget() -> Budget:
     return Budget(1.0)
 
 
-def _synced(fake: FakeKube) -> ClusterCaches:
-    """The server's watched copies, on the in-memory fake, current."""
-    caches = ClusterWatch(fake, Target.parse("1.34"), detect_target=False, timeout=1.0).start()
-    for cache in (caches.templates, caches.namespaces, caches.quotas, caches.device_classes):
-        assert cache is not None and cache.wait_synced(5)
-    return caches
-
-
 def test_ensurer_without_a_copy_asks_the_api_each_time() -> None:
     fake = FakeKube()
     ensurer = TemplateEnsurer(fake)
@@ -173,7 +165,7 @@ def test_a_template_created_while_a_review_read_is_not_created_again() -> None:
 def test_ensurer_with_a_current_copy_makes_no_call() -> None:
     fake = FakeKube()
     fake.add_template(_template(), "team-a")
-    caches = _synced(fake)
+    caches = synced_watch(fake)
     try:
         before = len(fake.calls)
         ensurer = TemplateEnsurer(fake, lambda: caches.templates)
@@ -188,7 +180,7 @@ def test_ensurer_with_a_current_copy_makes_no_call() -> None:
 def test_deleted_or_replaced_template_is_never_trusted() -> None:
     """A template deleted, or replaced with another spec, is seen by the next review (watch, not a TTL)."""
     fake = FakeKube()
-    caches = _synced(fake)
+    caches = synced_watch(fake)
     try:
         ensurer = TemplateEnsurer(fake, lambda: caches.templates)
         name = _template()["metadata"]["name"]
@@ -237,7 +229,7 @@ def _templates_of(caches: ClusterCaches) -> Callable[[], WatchCache[TemplateReco
 def test_templates_per_namespace_are_bounded() -> None:
     fake = FakeKube()
     for synced in (False, True):
-        caches = _synced(fake) if synced else ClusterCaches()
+        caches = synced_watch(fake) if synced else ClusterCaches()
         ensurer = TemplateEnsurer(fake, _templates_of(caches), max_per_namespace=3)
         namespace = f"bounded-{synced}"
         for count in (1, 2, 3):
@@ -255,7 +247,7 @@ def test_pods_sharing_a_new_template_at_the_limit_are_all_admitted(synced: bool)
     """One below the limit, reviews of one Deployment's pods need the same new template at once:
     one creates it, the others find it once their turn comes instead of counting it as one too many."""
     fake = FakeKube()
-    caches = _synced(fake) if synced else ClusterCaches()
+    caches = synced_watch(fake) if synced else ClusterCaches()
     ensurer = TemplateEnsurer(fake, _templates_of(caches), max_per_namespace=3)
     for count in (1, 2):
         ensurer.ensure([_template("deploy", count)], create=True, budget=_budget())
@@ -353,7 +345,7 @@ def test_index_follows_the_watched_classes() -> None:
     fake = FakeKube()
     fake.add_device_class("g", extended_resource_name="nvidia.com/gpu")
     fake.add_device_class("plain")
-    caches = _synced(fake)
+    caches = synced_watch(fake)
     try:
         index = ExtendedResourceIndex(lambda: caches.device_classes)
         assert index.current() == {"nvidia.com/gpu": ("g",)} and index.extended_names() == {"g": "nvidia.com/gpu"}
