@@ -46,8 +46,6 @@ class RemoveItems(NamedTuple):
 
 Change = Replace | RemoveKey | AddKeys | AppendItems | RemoveItems
 
-_SCALARS = frozenset({str, int, bool, type(None)})  # floats aside: NaN, and -0.0 == 0.0
-
 
 def same(a: Any, b: Any) -> bool:
     """Equality that, unlike ==, tells 1 from True and 1 from 1.0 (YAML renders them differently)."""
@@ -118,12 +116,7 @@ def _diff_dict(old: dict[Any, Any], new: dict[Any, Any], path: ChangePath, ops: 
     for k, v in new.items():
         if k not in old:
             added.append((k, v))
-            continue
-        before = old[k]
-        # a scalar left as it was (the most common child) is told without a call
-        if before is v or (type(before) is type(v) and type(v) in _SCALARS and before == v):
-            continue
-        if not _unchanged(before, v):
+        elif not _unchanged(before := old[k], v):
             _diff(before, v, (*path, k), ops)
     if added:
         ops.append(AddKeys(path, tuple(added)))

@@ -4,9 +4,9 @@ device view).
 
 Ephemeral containers may not set `resources` (core/v1 EphemeralContainer: "Resources are not allowed
 for ephemeral containers", enforced by the API's validation, and they cannot be set when a pod is
-created), so they never carry a device request: REQUESTING is where devices are asked for and
-converted, ALL_CONTAINERS is every container, read where a field an ephemeral container may carry matters (an
-environment variable's reference to a claim) and where a review's size is bounded.
+created), so they never carry a device request: REQUESTING_CONTAINERS are where devices are asked
+for and converted; ALL_CONTAINERS is every container, read where a field an ephemeral container may
+carry matters (an environment variable's reference to a claim) and where a review's size is bounded.
 """
 
 from __future__ import annotations
