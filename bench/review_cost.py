@@ -11,6 +11,11 @@ its metrics in this process rather than in gunicorn's shared files. The served f
 bench/webhook.py add gunicorn and TLS to this; the bare `/mutate-noop` endpoint, measured here too,
 is the envelope alone (read the body, parse it, answer allowed).
 
+A served review also pays for waking up: between two reviews at 300/s the process sleeps 3.3 ms,
+and the review that follows runs on cold caches. The same review is timed with the process idle
+between reviews as long as at 1,000/s and at 300/s, next to what a wake-up alone costs (the sleep
+without the review): what is left is the review itself, slower than back to back.
+
 Instructions per review are the difference between two runs of the whole review that differ only in
 how many reviews they make, divided by that difference: start-up and imports cancel out.
 """
@@ -43,6 +48,9 @@ from dra_migrate.webhook.review import Reviewer  # noqa: E402
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Any]
 CALLGRIND_RUNS = (100, 300)  # reviews in the two runs whose difference is counted
+# Idle time between two reviews, as at 1,000 and 300 reviews per second; and reviews timed at each.
+IDLE_GAPS = {"1,000/s": 0.001, "300/s": 0.0033}
+SPACED_REVIEWS = 1000
 
 
 def _app() -> tuple[WSGIApp, Callable[[], None]]:
@@ -83,6 +91,20 @@ def _per_call(work: Callable[[], object], repeat: int) -> float:
     return sorted(rounds)[1]
 
 
+def _per_spaced_call(work: Callable[[], object], idle: float, count: int) -> tuple[float, float]:
+    """CPU seconds per call of `work` with the process asleep for `idle` seconds between calls, and
+    per wake-up alone (the same sleeps without the work)."""
+    start = time.process_time()
+    for _ in range(count):
+        work()
+        time.sleep(idle)
+    spaced = (time.process_time() - start) / count
+    start = time.process_time()
+    for _ in range(count):
+        time.sleep(idle)
+    return spaced, (time.process_time() - start) / count
+
+
 def cpu_figures(repeat: int) -> dict[str, float]:
     """Microseconds of CPU per review, whole and by part."""
     # Imported here: the whole-review runs (--reviews-only) use nothing a version of the webhook
@@ -106,6 +128,10 @@ def cpu_figures(repeat: int) -> dict[str, float]:
             "convert the pod (engine)": _per_call(lambda: convert(pod, config), repeat),
             "change set + JSON Patch": _per_call(lambda: json_patch(changes(pod, converted)), repeat),
         }
+        for rate, idle in IDLE_GAPS.items():
+            spaced, wake_up = _per_spaced_call(lambda: _call(app, "/mutate", body), idle, SPACED_REVIEWS)
+            figures[f"whole review, idle as at {rate}"] = spaced
+            figures[f"  of which waking up ({idle * 1000:g} ms)"] = wake_up
     finally:
         stop()
     return {name: seconds * 1e6 for name, seconds in figures.items()}
