@@ -25,7 +25,6 @@ import ssl
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from deploy_support import REPO_ROOT, write_throwaway_certs
 from dockerfile_model import Stage, env_of, exec_form, parse_dockerfile
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+from polling import piped_output, wait_while_running
 
 DOCKERFILE = REPO_ROOT / "Dockerfile"
 DOCKERIGNORE = REPO_ROOT / ".dockerignore"
@@ -335,18 +335,17 @@ def test_full_cmd_serves_tls_as_the_image_user(image: Image) -> None:
     context = ssl.create_default_context(cafile=str(ca))
     context.check_hostname = False  # the certificate names the Service; the CA is what matters here
     try:
-        deadline = time.monotonic() + 60
-        status = 0
-        while status != 200:
-            assert process.poll() is None, (
-                f"serve exited {process.returncode}: {process.stdout.read() if process.stdout else ''}"
-            )
-            assert time.monotonic() < deadline, "GET /readyz never answered 200"
+
+        def ready() -> bool:
             try:
                 with urllib.request.urlopen(f"https://127.0.0.1:{port}/readyz", context=context, timeout=2) as answer:
-                    status = answer.status
+                    return bool(answer.status == 200)
             except OSError:
-                time.sleep(0.2)
+                return False
+
+        wait_while_running(
+            ready, process.poll, what="GET /readyz to answer 200", log=lambda: piped_output(process), interval=0.2
+        )
         if user:
             owners = subprocess.run(
                 ["ps", "-o", "uid=", "--ppid", str(process.pid), "-p", str(process.pid)],

@@ -25,7 +25,7 @@ from typing import IO, Any
 import yaml
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
-from polling import wait_for
+from polling import wait_while_running
 
 from dra_migrate.engine import RESOURCE_GROUP, Target
 
@@ -235,15 +235,17 @@ class ControlPlane:
         self.processes.append(process)
         process.start()
 
-        def ready_while_running() -> bool:
-            if (code := process.exited()) is not None:
-                raise StartupError(f"{name} exited with {code}; log {process.log_path}:\n{process.log_tail()}")
-            return ready()
-
         try:
-            wait_for(ready_while_running, what=f"{name} to be ready", timeout=timeout)
-        except AssertionError as timed_out:
-            raise StartupError(f"{timed_out}; log {process.log_path}:\n{process.log_tail()}") from None
+            wait_while_running(
+                ready,
+                process.exited,
+                what=f"{name} to be ready",
+                log=lambda: f"log {process.log_path}:\n{process.log_tail()}",
+                timeout=timeout,
+                interval=0.25,
+            )
+        except AssertionError as failed:
+            raise StartupError(f"{name}: {failed}") from None
 
     # ---- readiness probes
 

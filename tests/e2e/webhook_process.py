@@ -44,7 +44,7 @@ import yaml
 from admission import make_review
 from kubernetes.client.exceptions import ApiException
 from pods import gpu_pod
-from polling import wait_for
+from polling import wait_for, wait_while_running
 from prometheus_client.parser import text_string_to_metric_families
 
 from dra_migrate.certs.generate import create_bundle, write_bundle
@@ -281,19 +281,13 @@ class WebhookServer:
                 preexec_fn=die_with_parent,
             )
         self.config_file = config_file
-        deadline = time.monotonic() + timeout
-        while True:
-            if (code := self.process.poll()) is not None:
-                raise RuntimeError(f"dra-migrate serve exited with {code}; log {self.log_path}:\n{self.log_tail()}")
-            status, body = _get(f"{self.base_url}/readyz", self.tls.client_context())
-            if status == 200:
-                return
-            if time.monotonic() > deadline:
-                raise RuntimeError(
-                    f"dra-migrate serve not ready after {timeout:.0f}s (last: {status} {body}); "
-                    f"log {self.log_path}:\n{self.log_tail()}"
-                )
-            time.sleep(0.1)
+        wait_while_running(
+            lambda: _get(f"{self.base_url}/readyz", self.tls.client_context())[0] == 200,
+            self.process.poll,
+            what="dra-migrate serve's GET /readyz to answer 200",
+            log=lambda: f"log {self.log_path}:\n{self.log_tail()}",
+            timeout=timeout,
+        )
 
     def stop(self, grace: float = STOP_GRACE_S) -> None:
         """SIGTERM (gunicorn's graceful shutdown); SIGKILL to the process group after `grace` seconds.

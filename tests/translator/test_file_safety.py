@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from polling import piped_output, wait_while_running
 from translator_cli_support import Runner
 
 GPU_POD = """\
@@ -74,10 +75,13 @@ def test_signal_during_in_place_write_leaves_no_temporary_file(tmp_path: Path, s
         stderr=subprocess.PIPE,
         preexec_fn=_interruptible,
     )
-    deadline = time.monotonic() + 60
-    while not _tmp_files(tree):
-        assert process.poll() is None and time.monotonic() < deadline, "no temporary file appeared"
-        time.sleep(0.02)
+    wait_while_running(
+        lambda: _tmp_files(tree),
+        process.poll,
+        what="a temporary file",
+        log=lambda: piped_output(process),
+        interval=0.02,
+    )
     process.send_signal(signum)
     assert process.wait(timeout=30) == code
     assert process.stderr is not None and b"Traceback" not in process.stderr.read()

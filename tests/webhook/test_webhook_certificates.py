@@ -15,7 +15,7 @@ from pathlib import Path
 from admission import make_review
 from cert_chain import intermediate
 from cryptography import x509
-from polling import wait_until
+from polling import wait_until, wait_while_running
 from secret_volume import SecretVolume
 from webhook_support import ServerProcess, StartServer
 
@@ -144,13 +144,14 @@ def not_ready_because(server: ServerProcess) -> list[str]:
 
 def wait_for_answer(server: ServerProcess, path: str) -> tuple[int, str]:
     """The first answer of a server that may serve a certificate clients would refuse."""
-    deadline = time.monotonic() + 30
-    while True:
+
+    def answer() -> tuple[int, str] | None:
         try:
             return unverified_get(server.port, path)
         except OSError:
-            assert server.process.poll() is None and time.monotonic() < deadline, server.log()
-            time.sleep(0.1)
+            return None  # not listening yet
+
+    return wait_while_running(answer, server.process.poll, what=f"an answer to GET {path}", log=server.log, timeout=30)
 
 
 def test_serving_an_expired_certificate_is_not_ready(kubeconfig: Path, tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ import corpus
 import jsonpatch
 import requests
 import yaml
-from polling import wait_until
+from polling import wait_until, wait_while_running
 
 from dra_migrate.engine import Config
 
@@ -106,18 +106,21 @@ class ServerProcess:
         self.process = subprocess.Popen(args, cwd=ROOT, env=environment, stdout=self._log, stderr=subprocess.STDOUT)
 
     def wait_ready(self) -> ServerProcess:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            if self.process.poll() is not None:
-                raise AssertionError(f"server exited with {self.process.returncode}:\n{self.log()}")
+        def ready() -> bool:
             try:
-                if self.session.get(f"{self.url}/readyz", timeout=2).status_code == 200:
-                    return self
+                return self.session.get(f"{self.url}/readyz", timeout=2).status_code == 200
             except requests.RequestException:
-                pass
-            if time.monotonic() > deadline:
-                raise AssertionError(f"server not ready in {START_TIMEOUT_S}s:\n{self.log()}")
-            time.sleep(0.05)
+                return False
+
+        wait_while_running(
+            ready,
+            self.process.poll,
+            what="GET /readyz to answer 200",
+            log=self.log,
+            timeout=START_TIMEOUT_S,
+            interval=0.05,
+        )
+        return self
 
     def post(self, body: Any, path: str = "/mutate", **kwargs: Any) -> requests.Response:
         data = body if isinstance(body, bytes | str) else json.dumps(body)
