@@ -281,11 +281,18 @@ class WebhookServer:
                 preexec_fn=die_with_parent,
             )
         self.config_file = config_file
+        last = (0, "")
+
+        def ready() -> bool:
+            nonlocal last
+            last = _get(f"{self.base_url}/readyz", self.tls.client_context())
+            return last[0] == 200
+
         wait_while_running(
-            lambda: _get(f"{self.base_url}/readyz", self.tls.client_context())[0] == 200,
+            ready,
             self.process.poll,
             what="dra-migrate serve's GET /readyz to answer 200",
-            log=lambda: f"log {self.log_path}:\n{self.log_tail()}",
+            log=lambda: f"last answer: {last[0]} {last[1]}; log {self.log_path}:\n{self.log_tail()}",
             timeout=timeout,
         )
 
