@@ -53,6 +53,7 @@ sys.path.insert(0, str(ROOT / "tests" / "common"))
 
 from admission import make_review  # noqa: E402
 from fakekube import FakeKubeServer  # noqa: E402
+from polling import wait_while_running  # noqa: E402
 
 from dra_migrate.certs.generate import create_bundle, write_bundle  # noqa: E402
 
@@ -416,6 +417,24 @@ class HeldConnections:
         self._stack.close()
 
 
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _https_get(port: int, ca_file: Path, path: str) -> tuple[int, bytes] | None:
+    """Status and body of GET `path` on the local TLS server; None while it does not answer."""
+    context = ssl.create_default_context(cafile=str(ca_file))
+    try:
+        connection = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=2)
+        connection.request("GET", path)
+        answer = connection.getresponse()
+        return answer.status, answer.read()
+    except (OSError, http.client.HTTPException):
+        return None
+
+
 # --- what OpenSSL alone costs per new connection ---
 
 
@@ -428,18 +447,6 @@ class TlsFloor:
     connections: int  # made in the run (s_time makes one at a time)
 
 
-def _floor_answers(port: int, ca_file: Path) -> bool:
-    """Whether s_server listens and serves the floor's file (a 200 with its body)."""
-    context = ssl.create_default_context(cafile=str(ca_file))
-    try:
-        connection = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=2)
-        connection.request("GET", "/floor.txt")
-        answer = connection.getresponse()
-        return answer.status == 200 and answer.read().decode() == FLOOR_BODY
-    except (OSError, http.client.HTTPException):
-        return False
-
-
 def openssl_floor(
     work: Path, seconds: float, server_cpus: set[int] | None, client_cpus: frozenset[int]
 ) -> TlsFloor | str:
@@ -449,9 +456,7 @@ def openssl_floor(
     openssl = shutil.which("openssl")
     if openssl is None:
         return "no `openssl` command"
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
+    port = _free_port()
     (work / "floor.txt").write_text(FLOOR_BODY)
     server_cmd = [openssl, "s_server", "-quiet", "-WWW", "-no_ticket", "-accept", f"127.0.0.1:{port}"]
     server_cmd += ["-cert", str(work / "tls.crt"), "-key", str(work / "tls.key")]
@@ -460,11 +465,17 @@ def openssl_floor(
         server_cmd, cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=pin
     )
     try:
-        deadline = time.monotonic() + 10
-        while not _floor_answers(port, work / "ca.crt"):
-            if server.poll() is not None or time.monotonic() > deadline:
-                return f"openssl s_server did not serve /floor.txt (exit code {server.poll()})"
-            time.sleep(0.1)
+        served = (200, FLOOR_BODY.encode())
+        try:
+            wait_while_running(
+                lambda: _https_get(port, work / "ca.crt", "/floor.txt") == served,
+                server.poll,
+                what="openssl s_server to serve /floor.txt",
+                log=lambda: "(its output is not kept)",
+                timeout=10,
+            )
+        except AssertionError as failed:
+            return str(failed)
         before = process_tree_cpu(server.pid)
         client_pin = (lambda: os.sched_setaffinity(0, client_cpus)) if client_cpus else None
         client_cmd = [openssl, "s_time", "-connect", f"127.0.0.1:{port}", "-new", "-tls1_3", "-www", "/floor.txt"]
@@ -495,9 +506,7 @@ def openssl_floor(
 def start_server(
     work: Path, kubeconfig: Path, workers: int, cpus: set[int] | None = None
 ) -> tuple[subprocess.Popen[bytes], int]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
+    port = _free_port()
     entry = Path(sys.executable).with_name("dra-migrate")
     command = [str(entry)] if entry.exists() else [sys.executable, "-m", "dra_migrate"]
     command += ["serve", "--cert", str(work / "tls.crt"), "--key", str(work / "tls.key"), "--host", "127.0.0.1"]
@@ -507,21 +516,17 @@ def start_server(
     log = (work / "serve.log").open("wb")
     pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None  # the workers inherit it
     process = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, preexec_fn=pin)
-    context = ssl.create_default_context(cafile=str(work / "ca.crt"))
-    deadline = time.monotonic() + 30
-    while True:
-        if process.poll() is not None:
-            raise SystemExit(f"server exited:\n{(work / 'serve.log').read_text()}")
-        try:
-            connection = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=2)
-            connection.request("GET", "/readyz")
-            if connection.getresponse().status == 200:
-                return process, port
-        except OSError:
-            pass
-        if time.monotonic() > deadline:
-            raise SystemExit("server not ready in 30 s")
-        time.sleep(0.1)
+    try:
+        wait_while_running(
+            lambda: (_https_get(port, work / "ca.crt", "/readyz") or (0,))[0] == 200,
+            process.poll,
+            what="the server's GET /readyz to answer 200",
+            log=lambda: (work / "serve.log").read_text(),
+            timeout=30,
+        )
+    except AssertionError as failed:
+        raise SystemExit(f"server not ready: {failed}") from None
+    return process, port
 
 
 def main() -> int:
