@@ -105,9 +105,9 @@ RULES: tuple[Rule, ...] = (
     Rule("template-reference", WARN, "a kustomization renames templates but not the references to them"),
     Rule("device-class-kept", WARN, "a generated DeviceClass's name is taken by another spec in its file; kept"),
     Rule("not-written", ERROR, "a file left unchanged because its unit could not be written whole"),
-    Rule("render-mismatch", ERROR, "kustomize renders other devices for a container after the conversion"),
+    Rule("render-mismatch", ERROR, "the render after the conversion is not the conversion of the render before"),
     Rule("render-not-verified", WARN, "a kustomization root could not be rendered to check the conversion"),
-    Rule("render-verified", INFO, "kustomize renders the same devices before and after the conversion"),
+    Rule("render-verified", INFO, "kustomize renders the conversion of what it rendered before"),
     Rule("json-patch-converted", INFO, "an overlay's JSON 6902 patch of device requests rewritten to claims"),
     Rule("patch-not-converted", ERROR, "an overlay's patch or replacement of device requests has no exact DRA form"),
 )

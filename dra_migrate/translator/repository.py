@@ -143,7 +143,7 @@ class Repository:
                 message = f"not verified: kustomize cannot build it before the conversion: {check.not_built}"
                 self.run.reporter.add_about(where, Finding(Severity.WARNING, "render-not-verified", "", message))
             elif not check.failed and renderer is not None:
-                message = f"`{renderer.label} build` renders the same devices for every container before and after"
+                message = f"`{renderer.label}` renders the conversion of what it rendered before"
                 self.run.reporter.add_about(where, Finding(Severity.INFO, "render-verified", "", message))
         failed = [c for c in checks if c.failed]
         self.run.any_errors |= bool(failed)

@@ -1,14 +1,18 @@
 """Render verification: every kustomization root among the inputs is built by the real kustomize
-before and after the conversion, and the devices each rendered container can use must not change.
+before and after the conversion, and what it renders after must be what converting its render before
+gives (translator.renderdiff), object for object; a root whose files did not change is built once
+and must already render that.
 
-The converted tree is never written for this: each directory argument is copied to a temporary
-directory, the converted texts are laid over the copy, and kustomize builds both. A root that
-reaches files outside its directory argument cannot be built in the copy, and is refused like a
-root whose render changed: an overlay is converted only together with its base.
+The converted tree is never written for this: the directory arguments are copied to a temporary
+directory, where they stand relative to each other as they do in the tree, the converted texts are
+laid over the copy, and kustomize builds both. A root that reaches files outside the directory
+arguments cannot be built in the copy, and is refused like a root whose render changed: an overlay is
+converted only together with its base.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -19,6 +23,7 @@ from dra_migrate.engine import Config
 from dra_migrate.translator.devices import compare, device_view
 from dra_migrate.translator.kustomize import Kustomization, KustomizationIndex
 from dra_migrate.translator.render import Renderer, RenderError, build
+from dra_migrate.translator.renderdiff import conversion_differences
 
 
 class RootCheck(NamedTuple):
@@ -64,9 +69,9 @@ def verify(
     to_build: list[Kustomization] = []
     for root in roots_under(index, bases):
         directories = render_directories(index, root)
-        if not any(p.is_relative_to(d) for p in changes for d in directories):
-            continue  # nothing it renders from changed
         outside = sorted(str(d) for d in directories if not any(d.is_relative_to(b) for b in bases))
+        if outside and not any(p.is_relative_to(d) for p in changes for d in directories):
+            continue  # it renders from elsewhere too, and none of its files changed
         if outside:
             problem = f"it renders from {', '.join(outside)}, outside the inputs: convert it together with its base"
             checks.append(RootCheck(root, [problem]))
@@ -74,42 +79,52 @@ def verify(
             to_build.append(root)
     if renderer is None or not to_build:
         return checks
+    common = Path(os.path.commonpath(bases))
     with tempfile.TemporaryDirectory(prefix="dra-migrate-render-") as scratch:
-        copies = {base: Path(scratch) / str(number) for number, base in enumerate(bases)}
+        tree = Path(scratch) / "tree"
         try:
-            _lay_out(copies, changes)
+            _lay_out(bases, common, tree, changes)
         except OSError as exc:
             reason = f"cannot copy the inputs to render them: {exc.strerror or exc}"
             return checks + [RootCheck(root, [], reason) for root in to_build]
         for root in to_build:
-            base = next(b for b in bases if root.directory.is_relative_to(b))
-            converted = copies[base] / root.directory.relative_to(base)
+            directories = render_directories(index, root)
+            changed = any(p.is_relative_to(d) for p in changes for d in directories)
+            converted = tree / root.directory.relative_to(common) if changed else None
             checks.append(_check(renderer, config, root, converted, elsewhere))
         return checks
 
 
-def _lay_out(copies: Mapping[Path, Path], changes: Mapping[Path, str]) -> None:
-    """Each directory argument copied (links kept as links: a link back into the tree is no loop),
-    with the converted texts laid over it."""
-    for base, copy in copies.items():
-        shutil.copytree(base, copy, symlinks=True)
+def _lay_out(bases: Sequence[Path], common: Path, tree: Path, changes: Mapping[Path, str]) -> None:
+    """The directory arguments copied where they are relative to each other (an overlay's `../base`
+    finds its base; links kept as links: a link back into the tree is no loop), with the converted
+    texts laid over them."""
+    outermost = [b for b in bases if not any(b != other and b.is_relative_to(other) for other in bases)]
+    for base in outermost:
+        shutil.copytree(base, tree / base.relative_to(common), symlinks=True)
     for path, text in changes.items():
-        holder = next((b for b in copies if path.is_relative_to(b)), None)
-        if holder is not None:
-            target = copies[holder] / path.relative_to(holder)
+        if any(path.is_relative_to(b) for b in outermost):
+            target = tree / path.relative_to(common)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8", newline="")
 
 
 def _check(
-    renderer: Renderer, config: Config, root: Kustomization, converted: Path, elsewhere: Sequence[Any]
+    renderer: Renderer, config: Config, root: Kustomization, converted: Path | None, elsewhere: Sequence[Any]
 ) -> RootCheck:
+    """`converted`: where the converted tree holds the root; None when nothing it renders from changed
+    (its render must then already be what converting it gives)."""
     try:
         before = build(renderer, root.directory)
     except RenderError as exc:
         return RootCheck(root, [], str(exc))
     try:
-        after = build(renderer, converted)
+        after = build(renderer, converted) if converted is not None else before
     except RenderError as exc:
         return RootCheck(root, [f"kustomize cannot build it after the conversion: {exc}"])
-    return RootCheck(root, compare(device_view(before, config), device_view([*after, *elsewhere], config)))
+    rendered = [*after, *elsewhere]
+    differences = conversion_differences(before, rendered, config)
+    if not differences:
+        return RootCheck(root, [])
+    # the per-container device counts say it plainest; the exact differences where they agree
+    return RootCheck(root, compare(device_view(before, config), device_view(rendered, config)) or differences)
