@@ -33,16 +33,18 @@ def install_signal_cleanup() -> None:
         signal.signal(signal.SIGTERM, _on_sigterm)
 
 
-def write_atomic(path: Path, text: str, durable: bool = True) -> None:
+def write_atomic(path: Path, text: str, durable: bool = True, mode: int | None = None) -> None:
     """Temporary file + rename. `durable` also fsyncs: for rewriting sources in place, where a power
-    loss must not cost the user's file; a fresh output tree can be regenerated, so it skips that cost."""
-    write_bytes_atomic(path, text.encode("utf-8"), durable)
+    loss must not cost the user's file; a fresh output tree can be regenerated, so it skips that cost.
+    `mode`: the permissions (an output tree's copy takes its source's); else the file's own, or 0644."""
+    write_bytes_atomic(path, text.encode("utf-8"), durable, mode)
 
 
-def write_bytes_atomic(path: Path, data: bytes, durable: bool = False) -> None:
+def write_bytes_atomic(path: Path, data: bytes, durable: bool = False, mode: int | None = None) -> None:
     """write_atomic for bytes: a file copied as it is (an output tree's unconverted files)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
+    if mode is None:
+        mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
     temporary = _temporary_beside(path)
     try:
         fd = _create_exclusive(temporary)

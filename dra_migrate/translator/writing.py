@@ -25,6 +25,12 @@ def output_path_problem(args: argparse.Namespace) -> str | None:
     output_dir = getattr(args, "output_dir", None)
     if output_dir and Path(output_dir).exists() and not Path(output_dir).is_dir():
         return f"--output-dir {output_dir} is a file, not a directory"
+    if output_dir:
+        output = Path(output_dir).resolve()
+        for typed in getattr(args, "paths", None) or ():
+            if typed != "-" and Path(typed).is_dir() and output.is_relative_to(Path(typed).resolve()):
+                # its copies would overwrite the inputs, or be read as inputs by the next run
+                return f"--output-dir {output_dir} is inside the input directory {typed}: name a directory outside it"
     for flag, value in (("--device-classes", args.device_classes), ("--templates-file", args.templates_file)):
         if value and Path(value).is_dir():
             return f"{flag} {value} is a directory; name a YAML file"
@@ -37,11 +43,11 @@ def output_path_problem(args: argparse.Namespace) -> str | None:
     return None
 
 
-def write(run: Run, result: FileResult, target: Path, durable: bool = True) -> None:
+def write(run: Run, result: FileResult, target: Path, durable: bool = True, mode: int | None = None) -> None:
     """The result's text to `target`; a write that fails (a read-only directory, a path that is a
     file) is the file's error, not a traceback."""
     try:
-        write_atomic(target, result.text, durable)
+        write_atomic(target, result.text, durable, mode)
     except OSError as exc:
         where = exc.filename or result.source.display
         run.withdraw([result], f"cannot write {where}: {exc.strerror or exc}")
@@ -59,7 +65,7 @@ def emit(run: Run, result: FileResult, writer: StdoutWriter | JsonWriter) -> Non
         if result.error is not None and not result.original:
             _copy_as_is(result.source, target)  # unreadable as text: the bytes, never an empty placeholder
         elif result.skipped is None or result.text:
-            write(run, result, target, durable=False)
+            write(run, result, target, durable=False, mode=_mode(result.source))
     elif isinstance(writer, JsonWriter):
         writer.add(_output_objects(result))
     else:
@@ -69,7 +75,15 @@ def emit(run: Run, result: FileResult, writer: StdoutWriter | JsonWriter) -> Non
 def _copy_as_is(source: Source, target: Path) -> None:
     if source.path is not None and source.path.is_file():
         with contextlib.suppress(OSError):  # the read error is in the report already
-            write_bytes_atomic(target, source.path.read_bytes())
+            write_bytes_atomic(target, source.path.read_bytes(), mode=_mode(source))
+
+
+def _mode(source: Source) -> int | None:
+    """The source file's permissions, for its copy in an output tree (an exec KRM function stays executable)."""
+    try:
+        return source.path.stat().st_mode & 0o777 if source.path is not None else None
+    except OSError:
+        return None
 
 
 def copy_unselected(args: argparse.Namespace) -> None:

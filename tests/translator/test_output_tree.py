@@ -99,3 +99,27 @@ def test_a_broken_link_leaves_no_placeholder(run_cli: Runner, tmp_path: Path) ->
     assert result.code == 2
     assert not (out / "gone.yaml").exists()
     assert set(_files(out)) == {"fine.yaml"}
+
+
+def test_copies_keep_their_sources_permissions(run_cli: Runner, tmp_path: Path) -> None:
+    """An exec KRM function stays executable in the output tree, converted files keep their mode too."""
+    _write(tmp_path, {"in/gpu.yaml": GPU_POD.replace("POD", "a"), "in/fn/run-me": "#!/bin/sh\ncat\n"})
+    (tmp_path / "in" / "fn" / "run-me").chmod(0o755)
+    (tmp_path / "in" / "gpu.yaml").chmod(0o600)
+    out = tmp_path / "out"
+    result = run_cli("convert", "--output-dir", str(out), str(tmp_path / "in"))
+    assert result.code == 0, result.stderr
+    assert (out / "fn" / "run-me").stat().st_mode & 0o777 == 0o755
+    assert (out / "gpu.yaml").stat().st_mode & 0o777 == 0o600
+    assert "resourceClaims" in (out / "gpu.yaml").read_text()
+
+
+@pytest.mark.parametrize("output", ["in", "in/out"])
+def test_an_output_directory_inside_an_input_directory_is_refused(run_cli: Runner, tmp_path: Path, output: str) -> None:
+    """Its copies would overwrite the sources, or be read as inputs by the next run (out/out/...)."""
+    _write(tmp_path, {"in/gpu.yaml": GPU_POD.replace("POD", "a")})
+    before = _files(tmp_path)
+    result = run_cli("convert", "--output-dir", str(tmp_path / output), str(tmp_path / "in"))
+    assert result.code == 2
+    assert "inside the input directory" in result.stderr
+    assert _files(tmp_path) == before
