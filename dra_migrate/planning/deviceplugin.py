@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 import yaml
 
-from dra_migrate.cluster.state import ClusterState, labels_of, name_of, namespace_of
+from dra_migrate.cluster.state import ClusterState, allocatable_of, labels_of, name_of, namespace_of
 from dra_migrate.planning.amdplugin import is_amd_plugin
 
 CONFIG_LABEL = "nvidia.com/device-plugin.config"
@@ -45,6 +45,11 @@ class PluginSource(NamedTuple):
     default_key: str | None
     configs: Mapping[str, PluginConfig]
     problems: tuple[str, ...]
+    node_selector: Mapping[str, str] = {}  # the DaemonSet's: the plugin runs only on nodes with these labels
+
+    def runs_on(self, node: dict[str, Any]) -> bool:
+        labels = labels_of(node)
+        return all(labels.get(key) == value for key, value in self.node_selector.items())
 
 
 def parse_config(text: str) -> PluginConfig:
@@ -102,7 +107,10 @@ def _is_plugin(daemon_set: Mapping[str, Any]) -> bool:
     )
 
 
-def _daemon_set_source(daemon_set: dict[str, Any]) -> tuple[str, tuple[str, str] | None, str | None]:
+Origin = tuple[str, tuple[str, str] | None, str | None, Mapping[str, str]]  # where, ConfigMap, default key, selector
+
+
+def _daemon_set_source(daemon_set: dict[str, Any]) -> Origin:
     spec = ((daemon_set.get("spec") or {}).get("template") or {}).get("spec") or {}
     listed = [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]
     containers = [c for c in listed if isinstance(c, dict)]
@@ -114,21 +122,25 @@ def _daemon_set_source(daemon_set: dict[str, Any]) -> tuple[str, tuple[str, str]
             config_map = (namespace_of(daemon_set), str(name))
             if volume.get("name") == "available-configs":
                 break
-    return f"DaemonSet {namespace_of(daemon_set)}/{name_of(daemon_set)}", config_map, default
+    selector = spec.get("nodeSelector")
+    selector = {str(k): str(v) for k, v in selector.items()} if isinstance(selector, dict) else {}
+    return f"DaemonSet {namespace_of(daemon_set)}/{name_of(daemon_set)}", config_map, default, selector
 
 
-def _operator_sources(state: ClusterState) -> Iterator[tuple[str, tuple[str, str] | None, str | None]]:
+def _operator_sources(state: ClusterState) -> Iterator[Origin]:
     plugin_namespaces = sorted({namespace_of(d) for d in state.of("DaemonSet") if _is_plugin(d)})
     for policy in state.of("ClusterPolicy"):
         config = ((policy.get("spec") or {}).get("devicePlugin") or {}).get("config") or {}
         if not isinstance(config, dict) or not config.get("name"):
-            yield f"ClusterPolicy {name_of(policy)}", None, None
+            yield f"ClusterPolicy {name_of(policy)}", None, None, {}
             continue
         namespace = str((policy.get("status") or {}).get("namespace") or "") or next(iter(plugin_namespaces), "")
-        yield f"ClusterPolicy {name_of(policy)}", (namespace, str(config["name"])), config.get("default") or None
+        # the operator labels the nodes it deploys the plugin to itself; where it does not run, the
+        # node advertises no GPUs (node_sharing)
+        yield f"ClusterPolicy {name_of(policy)}", (namespace, str(config["name"])), config.get("default") or None, {}
 
 
-def _sources(state: ClusterState) -> Iterator[tuple[str, tuple[str, str] | None, str | None]]:
+def _sources(state: ClusterState) -> Iterator[Origin]:
     operated = bool(state.of("ClusterPolicy"))
     yield from _operator_sources(state)
     if not operated:  # the operator's own DaemonSet reads the ClusterPolicy's ConfigMap
@@ -136,12 +148,12 @@ def _sources(state: ClusterState) -> Iterator[tuple[str, tuple[str, str] | None,
 
 
 def config_map_references(state: ClusterState) -> list[tuple[str, str]]:
-    return [config_map for _, config_map, _ in _sources(state) if config_map is not None]
+    return [config_map for _, config_map, _, _ in _sources(state) if config_map is not None]
 
 
 def plugin_sources(state: ClusterState) -> list[PluginSource]:
     out = []
-    for where, config_map, default in _sources(state):
+    for where, config_map, default, selector in _sources(state):
         configs: dict[str, PluginConfig] = {}
         problems: list[str] = []
         if config_map is not None:
@@ -153,7 +165,7 @@ def plugin_sources(state: ClusterState) -> list[PluginSource]:
                     configs[str(key)] = parse_config(str(text))
                 except ValueError as exc:
                     problems.append(f"ConfigMap {config_map[0]}/{config_map[1]} key {key}: {exc}")
-        out.append(PluginSource(where, config_map, default, configs, tuple(problems)))
+        out.append(PluginSource(where, config_map, default, configs, tuple(problems), selector))
     return out
 
 
@@ -184,9 +196,16 @@ def labelled_sharing(node: dict[str, Any]) -> tuple[Sharing, ...]:
 
 
 def node_sharing(sources: list[PluginSource], node: dict[str, Any]) -> tuple[Sharing, ...]:
-    """The shares a node advertises: from the plugin's config where it is known, else its labels."""
+    """The shares a node advertises: from the config of the plugin that runs on it where it is known,
+    else its labels; only names the node advertises (a node that reports no allocatable resources at
+    all, as in a hand-written snapshot, is taken at its config's word)."""
+    found = labelled_sharing(node)
     for source in sources:
+        if not source.runs_on(node):
+            continue
         _, config = config_for(source, node)
         if config is not None:
-            return config.sharing
-    return labelled_sharing(node)
+            found = config.sharing
+            break
+    allocatable = allocatable_of(node)
+    return tuple(s for s in found if s.advertised in allocatable) if allocatable else found

@@ -125,3 +125,33 @@ def test_without_the_config_the_feature_discovery_labels_tell() -> None:
     labels = {"nvidia.com/gpu.replicas": "4", "nvidia.com/gpu.sharing-strategy": "mps", "nvidia.com/gpu.count": "2"}
     assert labelled_sharing(_node("a", labels)) == (Sharing("mps", 4, "nvidia.com/gpu", True, "nvidia.com/gpu"),)
     assert node_sharing([], _node("b", {"nvidia.com/gpu.replicas": "1"})) == ()
+
+
+def test_a_node_the_plugin_does_not_run_on_or_that_advertises_no_gpus_shares_nothing() -> None:
+    """The plugin's DaemonSet selects `deploy.device-plugin=true` nodes; a DRA node of the same pool
+    (labelled false, no `nvidia.com/gpu` in its allocatable) is not time-sliced by its config."""
+    daemon_set = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "nvidia-device-plugin", "namespace": "kube-system"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "nodeSelector": {"nvidia.com/gpu.deploy.device-plugin": "true"},
+                    "containers": [{"name": "p", "image": "nvcr.io/nvidia/k8s-device-plugin:v0.17.1"}],
+                    "volumes": [{"name": "available-configs", "configMap": {"name": "configs"}}],
+                }
+            }
+        },
+    }
+    (source,) = plugin_sources(_state(daemon_set, _config_map("kube-system", "configs", {"default": SHARED})))
+
+    def node(deployed: str, allocatable: dict[str, str]) -> dict[str, Any]:
+        found = _node("n", {"nvidia.com/gpu.deploy.device-plugin": deployed})
+        return {**found, "status": {"allocatable": {"cpu": "8", **allocatable}}}
+
+    shared = (Sharing("time-slicing", 4, "nvidia.com/gpu", False, "nvidia.com/gpu"),)
+    assert node_sharing([source], node("true", {"nvidia.com/gpu": "8"})) == shared
+    assert node_sharing([source], node("false", {})) == ()
+    assert node_sharing([source], node("true", {})) == ()  # selected, but the plugin advertises nothing yet
+    assert node_sharing([source], _node("n", {"nvidia.com/gpu.deploy.device-plugin": "true"})) == shared  # no status
