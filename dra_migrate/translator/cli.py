@@ -99,7 +99,7 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
         "--validate",
         action="store_true",
         help="check every output object against the target's OpenAPI schema, DNS names and CEL selectors; "
-        "problems the conversion introduced are errors, those already in the input warnings",
+        "each problem is an error (schema when the conversion introduced it, schema-input when the input had it)",
     )
     parser.add_argument(
         "--template-placement",
