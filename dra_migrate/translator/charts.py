@@ -18,6 +18,13 @@ def requested_devices(text: str, config: Config) -> list[str]:
     return sorted(n for n in names if isinstance(config.mappings.resolve(n), DeviceRequestSpec))
 
 
+def chart_template(path: Path, stop: Path | None) -> Path | None:
+    """The chart whose `templates/` (or a subchart's) holds the file: Helm renders it, so it is no
+    manifest even where it happens to parse as YAML."""
+    root = chart_root(path, stop)
+    return root if root is not None and path.relative_to(root).parts[0] == "templates" else None
+
+
 def chart_root(path: Path, stop: Path | None) -> Path | None:
     """The nearest directory holding a Chart.yaml, from the file's directory up to `stop` (inclusive)."""
     directory = path.parent

@@ -19,6 +19,7 @@ from dra_migrate.engine import (
     with_strategy,
 )
 from dra_migrate.translator import limits
+from dra_migrate.translator.charts import chart_template
 from dra_migrate.translator.inputs import InputTooLargeError, NotRegularFileError, read_file, read_stdin
 from dra_migrate.translator.kustomize import FILE_NAMES, Kustomization, KustomizationIndex
 from dra_migrate.translator.naming import InputNames
@@ -201,7 +202,16 @@ class Run:
     # -- the steps of translator.runner ---------------------------------------------------
 
     def admit(self, source: Source) -> FileResult | None:
-        """A file reached again through a symbolic link is converted once (in place it would be written twice)."""
+        """A file reached again through a symbolic link is converted once (in place it would be written
+        twice); a Helm chart's template is skipped (record() points at the post-renderer)."""
+        if source.path is not None and chart_template(source.path, source.root) is not None:
+            try:
+                text = self._read(source)
+            except (OSError, UnicodeDecodeError, InputTooLargeError):
+                text = ""
+            result = FileResult(source, text, text)
+            result.skipped = "a Helm chart's template: what it renders depends on the chart's values"
+            return result
         if source.path is not None and self.args.in_place_like:
             real = source.path.resolve()
             if real in self._seen:

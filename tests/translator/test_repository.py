@@ -154,3 +154,26 @@ def test_one_overlay_that_cannot_be_converted_stops_the_repository_and_nothing_i
     assert "patch-not-converted" in rules
     # the base is rendered by the refused overlay: nothing of it is written, nor of the overlays on it
     assert snapshot(tmp_path) == before
+
+
+def test_a_charts_templates_are_skipped_even_where_they_parse_as_yaml(run_cli: Runner, tmp_path: Path) -> None:
+    """A template with `{{ }}` only inside strings parses as YAML; it is still Helm's input, not a manifest:
+    left as it is (helm template would render a copy of the template per file) with one helm-chart warning."""
+    pod = BASE_DEPLOYMENT.replace("name: serve\n", 'name: "{{ .Release.Name }}-serve"\n', 1)
+    write_tree(
+        tmp_path,
+        {
+            "chart/Chart.yaml": "apiVersion: v2\nname: app\nversion: 0.1.0\n",
+            "chart/values.yaml": "replicas: 1\n",
+            "chart/templates/one.yaml": pod,
+            "chart/templates/two.yaml": pod,
+            "plain/serve.yaml": BASE_DEPLOYMENT,
+        },
+    )
+    before = snapshot(tmp_path / "chart")
+    result = run_cli("convert", "--in-place", "--report", "json", str(tmp_path))
+    assert result.code == 0, result.stderr
+    assert snapshot(tmp_path / "chart") == before
+    assert "resourceClaims" in (tmp_path / "plain" / "serve.yaml").read_text()
+    findings = json.loads(result.stderr)["findings"]
+    assert [r["severity"] for r in findings if r["rule"] == "helm-chart"] == ["warning"]
