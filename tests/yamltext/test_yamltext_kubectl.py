@@ -66,9 +66,7 @@ def _agrees(ours: Any, theirs: Any) -> bool:
         return type(ours) is type(theirs) and ours == theirs
     # numbers: kubectl prints them through JSON, where 1000.0 is 1000
     return (
-        isinstance(theirs, int | float)
-        and not isinstance(theirs, bool)
-        and math.isclose(ours, theirs, rel_tol=1e-12)
+        isinstance(theirs, int | float) and not isinstance(theirs, bool) and math.isclose(ours, theirs, rel_tol=1e-12)
     )
 
 
@@ -131,3 +129,18 @@ def test_writers_keep_tricky_strings_for_kubectl(kubectl: Path) -> None:
 @given(st.lists(st.one_of(_scalar_text, st.text(max_size=6)), min_size=1, max_size=60))
 def test_writers_keep_strings_for_kubectl(kubectl: Path, strings: list[str]) -> None:
     _check_writers(kubectl, strings)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "  <<: [{gpu: 3}, {gpu: 1, cpu: 2}]\n",  # of a list, the earlier mapping wins
+        "  a: &a {gpu: 3, x: a}\n  b:\n    <<: [*a, {gpu: 1}, {x: c, w: d}]\n",
+        "  <<: {gpu: 3}\n  gpu: 4\n",  # the mapping's own key wins
+        "  b: &b {gpu: 2, cpu: 1}\n  c: {<<: [*b, {gpu: 7}], cpu: 5}\n",
+    ],
+    ids=["list", "anchors", "own-key", "nested"],
+)
+def test_merge_keys_read_as_kubectl_reads_them(kubectl: Path, body: str) -> None:
+    text = HEAD + "spec:\n" + body
+    assert kubeyaml.load(text)["spec"] == kubectl_read(kubectl, text)["spec"]

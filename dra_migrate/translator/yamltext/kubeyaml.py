@@ -27,7 +27,8 @@ from functools import lru_cache
 from typing import Any
 
 import yaml
-from yaml.nodes import MappingNode, ScalarNode
+from yaml.constructor import ConstructorError
+from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 from yaml.resolver import Resolver
 
 from dra_migrate.translator.yamltext import yaml12
@@ -38,6 +39,7 @@ INT = "tag:yaml.org,2002:int"
 FLOAT = "tag:yaml.org,2002:float"
 NULL = "tag:yaml.org,2002:null"
 MERGE = "tag:yaml.org,2002:merge"
+VALUE = "tag:yaml.org,2002:value"
 
 # resolve.go resolveMap: exact words, looked up when the first character hints at them
 _WORDS: dict[str, tuple[str, Any]] = {}
@@ -169,6 +171,31 @@ class KubeLoader(yaml.CSafeLoader):
             # `<<` is a merge key where a key is expected (go-yaml's isMerge), a string elsewhere
             return MERGE if value == "<<" else go_resolve(value)[0]
         return super().resolve(kind, value, implicit)  # type: ignore[no-untyped-call]
+
+    def flatten_mapping(self, node: Any) -> None:
+        """`<<` as go-yaml reads it: of a list of merged mappings the earlier ones win, and the
+        mapping's own keys win over all of them. (PyYAML 6 tells merged keys apart by object identity,
+        so with two equal keys the last mapping's won.)"""
+        merged: list[tuple[Any, Any]] = []  # in the order they apply: a later pair wins on construct
+        own: list[tuple[Any, Any]] = []
+        for key_node, value_node in node.value:
+            if key_node.tag != MERGE:
+                if key_node.tag == VALUE:
+                    key_node.tag = STR
+                own.append((key_node, value_node))
+                continue
+            sources = value_node.value if isinstance(value_node, SequenceNode) else [value_node]
+            for source in reversed(sources):
+                if not isinstance(source, MappingNode):
+                    raise ConstructorError(
+                        "while constructing a mapping",
+                        node.start_mark,
+                        f"expected a mapping or list of mappings for merging, but found {source.id}",
+                        source.start_mark,
+                    )
+                self.flatten_mapping(source)
+                merged.extend(source.value)
+        node.value = merged + own
 
 
 def _construct_plain(loader: yaml.SafeLoader, node: Any) -> Any:
