@@ -9,7 +9,9 @@ from typing import Any
 
 import yaml
 
-from dra_migrate.cluster.state import KINDS, ClusterState, items
+from dra_migrate.cluster.shapes import shape_problem
+from dra_migrate.cluster.state import KIND_NAMES, KINDS, ClusterState
+from dra_migrate.engine import DEFAULT_TARGET, Target, TargetVersionError
 from dra_migrate.translator.yamltext import kubeyaml
 
 VERSION_FILE = "version.yaml"
@@ -25,16 +27,52 @@ def read_snapshot(directory: Path) -> ClusterState:
     if not directory.is_dir():
         raise SnapshotError(f"{directory}: not a directory")
     state = ClusterState(source=str(directory))
+    read: list[tuple[Path, int, dict[str, Any]]] = []  # checked once the server's version is known
     for path in sorted(p for p in directory.rglob("*") if p.is_file()):
         if path.name == API_VERSIONS_FILE:
             state.api_versions |= {line.strip() for line in _text(path).splitlines() if line.strip()}
         elif path.suffix in _SUFFIXES:
-            for document in _documents(path):
+            for number, document in enumerate(_documents(path), 1):
                 if isinstance(document, dict) and isinstance(document.get("serverVersion"), dict):
                     state.server_version = str(document["serverVersion"].get("gitVersion") or "") or None
-                else:
-                    state.add(items(document))
+                elif isinstance(document, dict):
+                    read.extend((path, number, obj) for obj in _objects(path, number, document))
+    _check_shapes(read, state)
+    state.add(obj for _, _, obj in read)
     return state
+
+
+def _objects(path: Path, number: int, document: dict[str, Any]) -> list[dict[str, Any]]:
+    """The objects of a document the plan reads (a List's items)."""
+    if isinstance(document.get("kind"), str) and document["kind"].endswith("List"):
+        listed = document.get("items") or []
+        if not isinstance(listed, list):
+            raise SnapshotError(f"{path}: document {number}: items: not a list")
+    else:
+        listed = [document]
+    kept = []
+    for obj in (o for o in listed if isinstance(o, dict)):
+        if not isinstance(obj.get("kind", ""), str):
+            raise SnapshotError(f"{path}: document {number}: kind: {obj['kind']!r} is not a string")
+        if obj.get("kind") in KIND_NAMES:
+            kept.append(obj)
+    return kept
+
+
+def _check_shapes(read: list[tuple[Path, int, dict[str, Any]]], state: ClusterState) -> None:
+    minor = state.minor_release
+    try:
+        target = Target.parse(minor) if minor else Target.parse(DEFAULT_TARGET)
+    except TargetVersionError:
+        target = Target.parse(DEFAULT_TARGET)
+    for path, number, obj in read:
+        problem = shape_problem(obj, target)
+        if problem is not None:
+            metadata = obj.get("metadata")
+            metadata = metadata if isinstance(metadata, dict) else {}
+            namespace = f"{metadata['namespace']}/" if metadata.get("namespace") else ""
+            what = f"{obj.get('kind')} {namespace}{metadata.get('name') or '(no name)'}"
+            raise SnapshotError(f"{path}: document {number}: {what}: {problem}")
 
 
 def _text(path: Path) -> str:

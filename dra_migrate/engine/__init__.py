@@ -62,10 +62,11 @@ from dra_migrate.engine.templates import (
 )
 from dra_migrate.engine.triggers import Route, TextTriggers, text_triggers
 from dra_migrate.engine.validation import cel_problem, dns_subdomain_problem
-from dra_migrate.engine.versions import RESOURCE_GROUP, Target, TargetVersionError
+from dra_migrate.engine.versions import DEFAULT_TARGET, RESOURCE_GROUP, Target, TargetVersionError
 
 __all__ = [
     "ALL_CONTAINERS",
+    "DEFAULT_TARGET",
     "MANAGED_BY_LABEL",
     "MANAGED_BY_VALUE",
     "REQUESTING_CONTAINERS",

@@ -11,8 +11,12 @@ TemplateKey = tuple[str | None, str]
 
 
 def template_key(template: dict[str, Any]) -> TemplateKey:
-    metadata = template.get("metadata") or {}
-    return metadata.get("namespace") or None, str(metadata.get("name", ""))
+    """Its namespace and name; malformed metadata (not a mapping, a list for a name) still gives a key,
+    since the engine reports the object's error where it converts it."""
+    metadata = template.get("metadata")
+    metadata = metadata if isinstance(metadata, dict) else {}
+    namespace = metadata.get("namespace")
+    return (str(namespace) if namespace else None), str(metadata.get("name", ""))
 
 
 def describe_key(key: TemplateKey) -> str:

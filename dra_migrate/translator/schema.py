@@ -76,6 +76,18 @@ def validate_object(obj: dict[str, Any], target: Target, strict: bool = True) ->
     return SchemaResult(checked=True, errors=(f"{path}: {error.message}",))
 
 
+def type_errors(obj: dict[str, Any], target: Target) -> list[str]:
+    """The fields of `obj` whose type its kind's schema (not strict) refuses; missing fields are no error."""
+    schema = kind_schema(schema_dir(schema_version(target), False), str(obj["kind"]), str(obj["apiVersion"]))
+    if schema is None or (schema.fast is not None and schema.fast(obj)):
+        return []
+    return [
+        f"{'.'.join(str(p) for p in error.path) or '(top level)'}: {error.message}"
+        for error in schema.full.iter_errors(obj)
+        if error.validator != "required"
+    ]
+
+
 @functools.cache
 def schema_dir(desired_version: str, strict: bool) -> str:
     """kubernetes_validate.validate's choice: the newest schema release not newer than the target."""

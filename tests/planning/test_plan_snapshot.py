@@ -196,6 +196,37 @@ def test_a_snapshot_that_cannot_be_read_is_an_error_naming_the_file(
     assert code == 2 and "not a directory" in err
 
 
+@pytest.mark.parametrize(
+    ("document", "named"),
+    [
+        ("apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: x\n", "document 1: Node n1: status: a string"),
+        (
+            "apiVersion: v1\nkind: List\nitems:\n- apiVersion: apps/v1\n  kind: DaemonSet\n"
+            "  metadata: {name: p, namespace: kube-system}\n  spec: {template: {spec: {volumes: 7}}}\n",
+            "document 1: DaemonSet kube-system/p: spec.template.spec.volumes: 7 is not of type",
+        ),
+        ("kind: Node\n---\napiVersion: v1\nkind: [Node]\n", "document 2: kind: ['Node'] is not a string"),
+        ("apiVersion: v1\nkind: NodeList\nitems: x\n", "document 1: items: not a list"),
+        (
+            "apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata: {name: q}\n"
+            "spec: {resourceGroups: [{coveredResources: 7}]}\n",
+            "document 1: ClusterQueue q: spec.resourceGroups.0.coveredResources: not a list of resource names",
+        ),
+    ],
+    ids=["status", "volumes", "kind", "items", "cluster-queue"],
+)
+def test_an_object_no_api_server_would_return_is_an_error_naming_file_document_and_field(
+    capsys: pytest.CaptureFixture[str], snapshot: Path, document: str, named: str
+) -> None:
+    """A hand-edited snapshot: the wrong type where the planner reads a field. Missing fields are no error
+    (hand-written snapshots leave out what the plan does not read)."""
+    (snapshot / "edited.yaml").write_text(document)
+    for command in (["plan", "--cluster", str(snapshot)], ["convert", "--cluster", str(snapshot), str(snapshot / "x")]):
+        code, out, err = _run(capsys, *command)
+        assert code == 2 and out == "", err
+        assert f"edited.yaml: {named}" in err and "Traceback" not in err
+
+
 DEPLOYMENT = """\
 apiVersion: apps/v1
 kind: Deployment
