@@ -61,11 +61,14 @@ def run_convert(args: argparse.Namespace) -> int:
     # check. Printed output is one stream, and goes out as it comes.
     verifying = to_files and run.repository.holds_writes()
     held: dict[Path | None, list[FileResult]] = {}
+    broken: dict[Path, str] = {}  # unit -> a file of it that has errors: nothing of the unit is written
     for result in run.results():
         if to_files and result.changed and result.has_errors:
             # a file with an error stays as it was: untouched in place, copied as it was to --output-dir
             run.withdraw([result], "it has errors (see above), and a file is converted whole or not at all")
             emit(run, FileResult(result.source, result.original, result.original), writer)
+            if result.source.path is not None and result.source.path in run.side.unit_of:
+                broken.setdefault(run.side.unit_of[result.source.path], result.source.display)
             continue
         unit = run.side.unit_of.get(result.source.path) if to_files and result.source.path is not None else None
         if result.changed and (unit is not None or (verifying and result.source.path is not None)):
@@ -75,6 +78,10 @@ def run_convert(args: argparse.Namespace) -> int:
     ready: list[FileResult] = []  # templates files first: a crash between writes leaves no dangling reference
     for unit, template_results in run.side.template_units():
         waiting = held.pop(unit, [])
+        if unit in broken:
+            why = f"{broken[unit]}, whose templates it would hold, has errors: a unit is written whole or not at all"
+            run.withdraw([*template_results, *waiting], why)
+            continue
         failed = next((r for r in template_results if r.has_errors), None)
         if failed is not None:
             where = failed.source.display

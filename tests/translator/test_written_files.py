@@ -37,8 +37,15 @@ def _extended(run_cli: Runner, tmp_path: Path, classes: Path, *extra: str) -> tu
     pod = tmp_path / "pod.yaml"
     pod.write_text(GPU_POD, encoding="utf-8")
     result = run_cli(
-        "convert", "--strategy", "extendedResource", "--target-version", "1.37", "--device-classes", str(classes),
-        *extra, str(pod),
+        "convert",
+        "--strategy",
+        "extendedResource",
+        "--target-version",
+        "1.37",
+        "--device-classes",
+        str(classes),
+        *extra,
+        str(pod),
     )
     return result.code, result.stderr
 
@@ -73,7 +80,7 @@ def test_a_device_classes_file_is_never_emptied(run_cli: Runner, tmp_path: Path)
 def test_a_device_class_edited_by_hand_is_kept_with_a_warning(run_cli: Runner, tmp_path: Path) -> None:
     classes = tmp_path / "classes.yaml"
     _extended(run_cli, tmp_path, classes)
-    edited = classes.read_text(encoding="utf-8").replace('device.driver ==', 'device.driver != "x" && device.driver ==')
+    edited = classes.read_text(encoding="utf-8").replace("device.driver ==", 'device.driver != "x" && device.driver ==')
     classes.write_text(edited, encoding="utf-8")
     code, stderr = _extended(run_cli, tmp_path, classes, "--report", "json")
     assert code == 0
@@ -131,3 +138,20 @@ def test_an_unreadable_templates_file_leaves_the_workloads_unchanged(
     assert result.code == 2
     assert (tree / "pod.yaml").read_text(encoding="utf-8") == GPU_POD
     assert "no problems" not in result.stderr
+
+
+@pytest.mark.parametrize("verify", [[], ["--no-verify-render"]], ids=["verified", "not-verified"])
+def test_a_file_with_an_error_leaves_its_whole_unit_unwritten(
+    run_cli: Runner, tmp_path: Path, verify: list[str]
+) -> None:
+    """A kustomization's file holds a convertible pod and one with an error: the file stays as it was, and
+    neither the templates file its good pod would need nor the kustomization's edit is written."""
+    too_many = GPU_POD.replace("trainer", "huge").replace("gpu: 2", "gpu: 33")
+    (tmp_path / "pods.yaml").write_text(GPU_POD + "---\n" + too_many)
+    (tmp_path / "kustomization.yaml").write_text("resources:\n- pods.yaml\n")
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    result = run_cli("convert", "--in-place", "--report", "json", *verify, str(tmp_path))
+    assert result.code == 2
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+    not_written = {Path(r["file"]).name for r in json.loads(result.stderr)["findings"] if r["rule"] == "not-written"}
+    assert {"pods.yaml", "kustomization.yaml", "dra-migrate-templates.yaml"} <= not_written
