@@ -104,6 +104,8 @@ RULES: tuple[Rule, ...] = (
     Rule("template-conflict", ERROR, "a generated ResourceClaimTemplate's name is taken by another spec; kept"),
     Rule("template-reference", WARN, "a kustomization renames templates but not the references to them"),
     Rule("device-class-kept", WARN, "a generated DeviceClass's name is taken by another spec in its file; kept"),
+    Rule("parse", ERROR, "a file that cannot be read, or parsed as YAML or JSON: left as it was"),
+    Rule("skipped", INFO, "a file that is not converted (a template, no Kubernetes objects, a link read twice)"),
     Rule("not-written", ERROR, "a file left unchanged because its unit could not be written whole"),
     Rule("render-mismatch", ERROR, "the render after the conversion is not the conversion of the render before"),
     Rule("render-not-verified", WARN, "a kustomization root could not be rendered to check the conversion"),

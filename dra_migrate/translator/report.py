@@ -114,13 +114,9 @@ def file_entries(result: FileResult) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     base = {"file": result.source.display}
     if result.error:
-        rows.append(
-            {**base, "document": None, "severity": "error", "rule": "parse", "path": "", "message": result.error}
-        )
+        rows.append({**base, "document": None, **Finding(Severity.ERROR, "parse", "", result.error).as_dict()})
     if result.skipped:
-        rows.append(
-            {**base, "document": None, "severity": "info", "rule": "skipped", "path": "", "message": result.skipped}
-        )
+        rows.append({**base, "document": None, **Finding(Severity.INFO, "skipped", "", result.skipped).as_dict()})
     rows.extend({**base, "document": None, **finding.as_dict()} for finding in result.file_findings)
     for document in result.documents:
         where = {
