@@ -37,6 +37,12 @@ def read_snapshot(directory: Path) -> ClusterState:
                     state.server_version = str(document["serverVersion"].get("gitVersion") or "") or None
                 elif isinstance(document, dict):
                     read.extend((path, number, obj) for obj in _objects(path, number, document))
+    if not read and state.server_version is None:
+        # an empty or mistaken directory would give a confident plan of an empty cluster
+        raise SnapshotError(
+            f"{directory}: no Node, Pod, workload or other object the plan reads, and no version.yaml "
+            "(a snapshot is `kubectl get -o yaml` output, or what plan --snapshot wrote)"
+        )
     _check_shapes(read, state)
     state.add(obj for _, _, obj in read)
     return state

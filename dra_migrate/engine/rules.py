@@ -105,6 +105,7 @@ RULES: tuple[Rule, ...] = (
     Rule("template-reference", WARN, "a kustomization renames templates but not the references to them"),
     Rule("device-class-kept", WARN, "a generated DeviceClass's name is taken by another spec in its file; kept"),
     Rule("parse", ERROR, "a file that cannot be read, or parsed as YAML or JSON: left as it was"),
+    Rule("no-manifests", WARN, "the directories named hold no YAML or JSON file to convert"),
     Rule("skipped", INFO, "a file that is not converted (a template, no Kubernetes objects, a link read twice)"),
     Rule("not-written", ERROR, "a file left unchanged because its unit could not be written whole"),
     Rule("render-mismatch", ERROR, "the render after the conversion is not the conversion of the render before"),

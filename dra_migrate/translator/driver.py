@@ -174,11 +174,17 @@ class Run:
     def results(self) -> Iterator[FileResult]:
         total = sum(1 for _ in self.sources()) if self.reporter.progress_allowed and sys.stderr.isatty() else 0
         progress = Progress(total)
+        found = False
         for result in run_files(self.sources(), self, self.jobs):
+            found = True
             self.record(result)
             progress.step(result.source.display)
             yield result
         progress.close()
+        directories = [p for p in self.paths if p != "-" and Path(p).is_dir()]
+        if not found and directories:
+            message = f"no YAML or JSON files in {', '.join(directories)} (nothing was converted)"
+            self.reporter.add_run(Finding(Severity.WARNING, "no-manifests", "", message))
 
     def record(self, result: FileResult) -> None:
         if result.skipped is not None and result.original and result.source.path is not None:

@@ -194,6 +194,9 @@ def test_a_snapshot_that_cannot_be_read_is_an_error_naming_the_file(
     assert "broken.yaml" in err and "Traceback" not in err
     code, _, err = _run(capsys, "plan", "--cluster", str(snapshot / "missing"))
     assert code == 2 and "not a directory" in err
+    (snapshot.parent / "empty").mkdir()
+    code, out, err = _run(capsys, "plan", "--cluster", str(snapshot.parent / "empty"))
+    assert code == 2 and out == "" and "no Node, Pod, workload" in err
 
 
 @pytest.mark.parametrize(

@@ -317,3 +317,13 @@ def test_known_targets_have_no_run_notice(run_cli: Runner) -> None:
     result = run_cli("convert", "--target-version", "1.37", "--validate", "--report", "json", "-", stdin=GPU_POD)
     assert result.code == 0, result.stderr
     assert not [r for r in json.loads(result.stderr)["findings"] if r["file"] is None]
+
+
+@pytest.mark.parametrize("command", ["convert", "diff"])
+def test_a_directory_without_manifests_says_so(run_cli: Runner, tmp_path: Path, command: str) -> None:
+    """A mistyped or empty directory is not a silent success with nothing converted."""
+    (tmp_path / "README.txt").write_text("no manifests here\n")
+    result = run_cli(command, "--report", "json", str(tmp_path))
+    assert result.code == 0
+    (row,) = [r for r in json.loads(result.stderr)["findings"] if r["rule"] == "no-manifests"]
+    assert row["severity"] == "warning" and str(tmp_path) in row["message"]
