@@ -93,6 +93,8 @@ def generate_command(args: argparse.Namespace) -> int:
     except generate.CertificateError as exc:
         return fail(_COMMAND, str(exc))
     except OSError as exc:
+        if Path(args.out).exists() and not Path(args.out).is_dir():
+            return fail(_COMMAND, f"--out {args.out}: a file; name a directory for the certificate files")
         return fail(_COMMAND, f"cannot write to {args.out}: {exc.strerror or exc}")
 
     print(bundle.ca_bundle)

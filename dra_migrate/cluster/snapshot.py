@@ -24,8 +24,10 @@ class SnapshotError(Exception):
 
 
 def read_snapshot(directory: Path) -> ClusterState:
+    if not directory.exists():
+        raise SnapshotError(f"{directory}: no such directory")
     if not directory.is_dir():
-        raise SnapshotError(f"{directory}: not a directory")
+        raise SnapshotError(f"{directory}: not a directory (a snapshot is a directory of YAML or JSON files)")
     state = ClusterState(source=str(directory))
     read: list[tuple[Path, int, dict[str, Any]]] = []  # checked once the server's version is known
     for path in sorted(p for p in directory.rglob("*") if p.is_file()):
@@ -92,7 +94,10 @@ def _documents(path: Path) -> list[Any]:
     try:
         return kubeyaml.load_all(_text(path))
     except (ValueError, yaml.YAMLError) as exc:
-        raise SnapshotError(f"{path}: not YAML or JSON: {str(exc).splitlines()[0]}") from None
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise SnapshotError(f"{path}: not YAML or JSON{where}: {problem}") from None
 
 
 def write_snapshot(state: ClusterState, directory: Path) -> list[Path]:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from dra_migrate.cluster.state import ClusterState
-from dra_migrate.engine import Config, ConfigError, TargetVersionError
+from dra_migrate.engine import Config, ConfigError, Target, TargetVersionError
 from dra_migrate.exits import EXIT_ERROR, EXIT_OK, fail
 
 
@@ -37,6 +37,11 @@ def config_for(args: argparse.Namespace, state: ClusterState) -> Config:
 
     target = args.target_version or state.minor_release
     try:
+        if args.target_version:
+            Target.parse(args.target_version)
+    except TargetVersionError as exc:
+        raise ClusterSourceError(f"--target-version: {exc}") from None
+    try:
         return load_config(args.config, target)
     except (ConfigError, TargetVersionError) as exc:
         raise ClusterSourceError(f"config: {exc}") from None
@@ -56,6 +61,8 @@ def run_plan(args: argparse.Namespace) -> int:
     from dra_migrate.planning.text import render_text
     from dra_migrate.planning.write import manifests
 
+    if args.write is not None and args.write.exists() and not args.write.is_dir():
+        return fail("plan", f"--write {args.write}: a file; name a directory to write the plan's manifests to")
     try:
         if args.snapshot is not None and args.cluster is not None:
             raise ClusterSourceError("--snapshot writes what is read from a live cluster; --cluster reads a snapshot")

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from dra_migrate.engine import ConfigError, TargetVersionError
+from dra_migrate.engine import ConfigError, Target, TargetVersionError
 from dra_migrate.exits import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, fail
 from dra_migrate.translator.driver import Run, UsageError
 from dra_migrate.translator.kustomize import Kustomization
@@ -36,6 +36,11 @@ def _start(args: argparse.Namespace, stream: bool) -> Run:
     problem = output_path_problem(args)
     if problem is not None:
         raise UsageError(problem)
+    try:
+        if args.target_version:
+            Target.parse(args.target_version)
+    except TargetVersionError as exc:
+        raise UsageError(f"--target-version: {exc}") from exc
     try:
         return Run(args, _placement(args, stream))
     except (ConfigError, TargetVersionError) as exc:

@@ -114,6 +114,7 @@ def test_unwritable_out_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     blocker = tmp_path / "file"
     blocker.write_text("x")
     assert_one_line_error(capsys, generate(blocker / "out"), "cannot write to")
+    assert_one_line_error(capsys, generate(blocker), "a file; name a directory")
 
 
 def test_missing_ca_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

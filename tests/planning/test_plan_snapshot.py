@@ -193,7 +193,15 @@ def test_a_snapshot_that_cannot_be_read_is_an_error_naming_the_file(
     assert code == 2 and out == ""
     assert "broken.yaml" in err and "Traceback" not in err
     code, _, err = _run(capsys, "plan", "--cluster", str(snapshot / "missing"))
+    assert code == 2 and "no such directory" in err
+    (snapshot.parent / "a-file").write_text("")
+    code, _, err = _run(capsys, "plan", "--cluster", str(snapshot.parent / "a-file"))
     assert code == 2 and "not a directory" in err
+    (snapshot / "broken.yaml").unlink()
+    code, _, err = _run(capsys, "plan", "--cluster", str(snapshot), "--write", str(snapshot.parent / "a-file"))
+    assert code == 2 and "--write" in err and "name a directory" in err
+    code, _, err = _run(capsys, "plan", "--cluster", str(snapshot), "--target-version", "1.31")
+    assert code == 2 and "--target-version: target version 1.31 is not supported" in err
     (snapshot.parent / "empty").mkdir()
     code, out, err = _run(capsys, "plan", "--cluster", str(snapshot.parent / "empty"))
     assert code == 2 and out == "" and "no Node, Pod, workload" in err

@@ -327,3 +327,9 @@ def test_a_directory_without_manifests_says_so(run_cli: Runner, tmp_path: Path, 
     assert result.code == 0
     (row,) = [r for r in json.loads(result.stderr)["findings"] if r["rule"] == "no-manifests"]
     assert row["severity"] == "warning" and str(tmp_path) in row["message"]
+
+
+def test_an_unsupported_target_version_names_the_flag(run_cli: Runner, tmp_path: Path) -> None:
+    result = run_cli("convert", "--target-version", "1.31", str(tmp_path))
+    assert result.code == 2
+    assert "--target-version: target version 1.31 is not supported" in result.stderr
