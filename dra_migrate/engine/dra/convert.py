@@ -86,8 +86,9 @@ def _without_status(obj: dict[str, Any], findings: Findings) -> dict[str, Any]:
     return out
 
 
-def _check_device_taint_rule(version: str, target: Target, findings: Findings) -> None:
-    kind = "DeviceTaintRule"
+def _warn_if_off_by_default(version: str, kind: str, target: Target, findings: Findings) -> None:
+    """1.32 and 1.33 serve resource.k8s.io only when enabled: an object written for them is refused
+    (and a pod's claims dropped) until it is."""
     release = target.release
     if release.serves(version, kind) and not release.on_by_default(version, kind):
         findings.warning(
@@ -96,6 +97,13 @@ def _check_device_taint_rule(version: str, target: Target, findings: Findings) -
             f"{kind} {version} is served by {target} only when enabled: "
             f"--runtime-config={RESOURCE_GROUP}/{version}=true",
         )
+
+
+def _check_device_taint_rule(version: str, target: Target, findings: Findings) -> None:
+    kind = "DeviceTaintRule"
+    release = target.release
+    if release.serves(version, kind) and not release.on_by_default(version, kind):
+        _warn_if_off_by_default(version, kind, target, findings)
     elif not release.serves(version, kind):
         served = ", ".join(release.served_versions(kind)) or "none"
         findings.error(
@@ -183,6 +191,7 @@ def convert_dra_object(obj: dict[str, Any], target: Target, findings: Findings) 
     fitted = fit_to_target(written, out_kind, target, findings, input_parts)
     if not fitted.ok:
         return obj, False
+    _warn_if_off_by_default(written_version, out_kind, target, findings)
     if same:
         return (written, True) if fitted.dropped else (obj, False)
     if out_kind == "ResourceSlice":
