@@ -55,12 +55,20 @@ class PatchPlan:
     # -- what a kustomization renders from -----------------------------------------------------
 
     def _file_objects(self, path: Path) -> list[dict[str, Any]]:
+        """A file's objects as kustomize reads them: a List's items in its place."""
         if path not in self._objects:
             try:
                 loaded = kubeyaml.load_all(self._read(path))
             except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError):
                 loaded = []  # an unreadable file has its own error where it is converted
-            self._objects[path] = [o for o in loaded if isinstance(o, dict)]
+            objects: list[dict[str, Any]] = []
+            for document in (o for o in loaded if isinstance(o, dict)):
+                listed = document.get("items") if str(document.get("kind", "")).endswith("List") else None
+                if isinstance(listed, list):
+                    objects.extend(o for o in listed if isinstance(o, dict))
+                else:
+                    objects.append(document)
+            self._objects[path] = objects
         return self._objects[path]
 
     def _bases(self, kustomization: Kustomization) -> Iterator[dict[str, Any]]:
@@ -69,12 +77,17 @@ class PatchPlan:
         holders = [kustomization]
         if kustomization.data.get("kind") == "Component":
             holders += [k for k in self.index.known() if kustomization in self.index.reachable(k)]
-        files: set[Path] = set()
+        files: dict[Path, str] = {}  # file -> the namespace its base's kustomization gives its objects
         for holder in holders:
-            for k in (holder, *self.index.reachable(holder)):
-                files |= k.files - k.patches
+            files.update((path, "") for path in holder.files - holder.patches)
+            for k in self.index.reachable(holder):
+                namespace = k.data.get("namespace")
+                files.update((path, str(namespace or "")) for path in k.files - k.patches)
         for path in sorted(files):
-            yield from self._file_objects(path)
+            namespace = files[path]
+            for obj in self._file_objects(path):
+                # a base renders its objects in its namespace before the overlay's patches see them
+                yield _in_namespace(obj, namespace) if namespace else obj
 
     # -- planning ------------------------------------------------------------------------------
 
@@ -200,3 +213,8 @@ def _edited(text: str, old: list[Operation], new: list[Operation]) -> str:
     if text.lstrip().startswith("["):
         return dump_json_like(text, new)
     return edit_document(text, old, new).text
+
+
+def _in_namespace(obj: dict[str, Any], namespace: str) -> dict[str, Any]:
+    metadata = obj.get("metadata")
+    return {**obj, "metadata": {**(metadata if isinstance(metadata, dict) else {}), "namespace": namespace}}

@@ -110,6 +110,17 @@ OVERLAYS: dict[str, dict[str, str]] = {
             + _inline(COUNT_TO_8).removeprefix("resources:\n- ../../base\n")
         ),
     },
+    # targets are matched against what the bases render: the namespace a base sets, a List's items
+    "target-in-the-bases-namespace": {
+        "base/kustomization.yaml": "namespace: ml\nresources:\n- deployment.yaml\n",
+        "overlays/o/kustomization.yaml": _inline(COUNT_TO_8).replace("name: trainer}", "name: trainer, namespace: ml}"),
+    },
+    "base-is-a-list": {
+        "base/deployment.yaml": "apiVersion: v1\nkind: List\nitems:\n- "
+        + DEPLOYMENT.replace("\n", "\n  ").rstrip()
+        + "\n",
+        "overlays/o/kustomization.yaml": _inline(COUNT_TO_8),
+    },
 }
 
 
