@@ -37,8 +37,9 @@ def existing_templates(text: str) -> dict[TemplateKey, dict[str, Any]]:
     return found
 
 
-def merge_templates(existing_text: str, templates: list[dict[str, Any]]) -> Merged:
-    """`existing_text` with the templates it does not hold yet appended as documents."""
+def merge_templates(existing_text: str, templates: list[dict[str, Any]], newline: str = "\n") -> Merged:
+    """`existing_text` with the templates it does not hold yet appended as documents, in its line
+    endings (a new file's: `newline`, those of the kustomization that lists it)."""
     try:
         present = existing_templates(existing_text)
     except yaml.YAMLError as exc:
@@ -57,7 +58,7 @@ def merge_templates(existing_text: str, templates: list[dict[str, Any]]) -> Merg
         present[key] = template
         pieces.append(f"---\n{kubeyaml.dump(template)}")
         merged.added += 1
-    merged.text = _appended(existing_text, pieces)
+    merged.text = _appended(existing_text, pieces, newline)
     return merged
 
 
@@ -87,10 +88,10 @@ def merge_device_classes(existing_text: str, classes: list[dict[str, Any]]) -> M
     return merged
 
 
-def _appended(existing_text: str, pieces: list[str]) -> str:
+def _appended(existing_text: str, pieces: list[str], newline: str = "\n") -> str:
     if not pieces:
         return existing_text
-    nl = newline_of(existing_text)
+    nl = newline_of(existing_text) if existing_text else newline
     body = "".join(pieces)
     lead = "" if not existing_text or existing_text.endswith("\n") else nl
     return existing_text + lead + (body.replace("\n", nl) if nl != "\n" else body)

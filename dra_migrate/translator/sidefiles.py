@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dra_migrate.engine import Finding, Severity, build_device_class, convert
-from dra_migrate.translator.inputs import InputTooLargeError, read_file
+from dra_migrate.translator.inputs import InputTooLargeError, newline_of, read_file
 from dra_migrate.translator.kustomize import TEMPLATES_FILE, Kustomization
 from dra_migrate.translator.pipeline import FileResult
 from dra_migrate.translator.placement import add_resource, merge_device_classes, merge_templates
@@ -77,12 +77,12 @@ class SideFiles:
             yield from results
 
     def _merged_file(
-        self, source: Source, templates: list[dict[str, Any]], notes: list[Finding] | None = None
+        self, source: Source, templates: list[dict[str, Any]], notes: list[Finding] | None = None, newline: str = "\n"
     ) -> FileResult:
         existing = self._existing(source, "templates")
         if isinstance(existing, FileResult):
             return existing
-        merged = merge_templates(existing, templates)
+        merged = merge_templates(existing, templates, newline)
         result = FileResult(source, existing, merged.text, templates_inline=merged.added)
         result.error = merged.error
         result.file_findings.extend(Finding(Severity.ERROR, "template-conflict", "", c) for c in merged.conflicts)
@@ -106,7 +106,8 @@ class SideFiles:
         text = kustomization.rewritten or kustomization.text
         if placed:
             templates_file = self.run.names.source(kustomization.directory / TEMPLATES_FILE, root)
-            templates_result = self._merged_file(templates_file, placed, self._rename_warnings(kustomization))
+            notes = self._rename_warnings(kustomization)
+            templates_result = self._merged_file(templates_file, placed, notes, newline_of(kustomization.text))
             yield templates_result
             if templates_result.error is not None:
                 return

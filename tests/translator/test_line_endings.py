@@ -39,3 +39,15 @@ def test_output_dir_and_stdout_keep_crlf(run_cli: Runner, tmp_path: Path) -> Non
     _assert_crlf_only((tmp_path / "out" / "app.yaml").read_bytes())
     result = run_cli("convert", str(source))
     _assert_crlf_only(result.stdout.encode())
+
+
+def test_a_new_templates_file_takes_its_kustomizations_line_endings(run_cli: Runner, tmp_path: Path) -> None:
+    (tmp_path / "app.yaml").write_bytes(CRLF_STREAM.encode())
+    (tmp_path / "kustomization.yaml").write_bytes(b"resources:\r\n- app.yaml\r\n")
+    result = run_cli("convert", "--in-place", "--no-verify-render", str(tmp_path))
+    assert result.code == 0, result.stderr
+    templates = (tmp_path / "dra-migrate-templates.yaml").read_bytes()
+    assert b"ResourceClaimTemplate" in templates
+    assert templates.count(b"\n") == templates.count(b"\r\n") > 5, templates
+    kustomization = (tmp_path / "kustomization.yaml").read_bytes()
+    assert kustomization.count(b"\n") == kustomization.count(b"\r\n") == 3  # the resource added, CRLF kept
