@@ -92,6 +92,9 @@ def _rewrite_one(operations: list[Operation], target: dict[str, Any], config: Co
             return Rewrite(None, [], f"{_describe(operation)} does not apply to the base: {exc}")
     if not any(device):
         return Rewrite(None, [])
+    guard = next((o for o, touches in zip(operations, device, strict=True) if touches and o.get("op") == "test"), None)
+    if guard is not None:  # rewriting would drop the guard: the patch would apply whatever the base holds
+        return Rewrite(None, [], f"{_describe(guard)} guards a device request, which the base's conversion removes")
     before = convert(copy.deepcopy(target), config)
     after = convert(state, config)
     errors = [f for f in after.findings if f.severity is Severity.ERROR]

@@ -203,6 +203,13 @@ REFUSED = {
             "{kind: Deployment, name: trainer}", "{labelSelector: app=trainer}"
         )
     },
+    # a guard on the count: rewriting the patch would drop it, so it would apply whatever the base holds
+    "test-of-the-count": {
+        "overlays/o/kustomization.yaml": _inline(
+            "- op: test\n  path: /spec/template/spec/containers/0/resources/limits/nvidia.com~1gpu\n  value: 2\n"
+            + COUNT_TO_8
+        )
+    },
 }
 
 
