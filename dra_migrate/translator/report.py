@@ -38,6 +38,7 @@ def _plural(count: int, word: str) -> str:
 
 class RunSummary:
     __slots__ = (
+        "_counted",
         "documents",
         "documents_changed",
         "files",
@@ -59,12 +60,23 @@ class RunSummary:
         self.documents_changed = 0
         self.templates = 0
         self.severities: Counter[str] = Counter()
+        # file -> (changed, skipped, failed) as counted: a kustomization the run edits is also an
+        # input (skipped: no objects), and is one file, counted as its edit
+        self._counted: dict[str, tuple[bool, bool, bool]] = {}
 
     def add(self, result: FileResult, templates: int) -> None:
-        self.files += 1
-        self.files_changed += result.changed
-        self.files_skipped += result.skipped is not None
-        self.files_failed += result.error is not None
+        state = (result.changed, result.skipped is not None, result.error is not None)
+        before = self._counted.get(result.source.display)
+        if before is None:
+            self.files += 1
+        else:
+            self.files_changed -= before[0]
+            self.files_skipped -= before[1]
+            self.files_failed -= before[2]
+        self._counted[result.source.display] = state
+        self.files_changed += state[0]
+        self.files_skipped += state[1]
+        self.files_failed += state[2]
         self.files_with_errors += result.has_errors
         self.documents += len(result.documents)
         self.documents_changed += sum(d.status in ("changed", "dropped") for d in result.documents)
@@ -74,6 +86,13 @@ class RunSummary:
         self.severities.update(str(f.severity) for f in result.file_findings)
         for document in result.documents:
             self.severities.update(str(f.severity) for f in document.findings)
+
+    def unchanged(self, result: FileResult) -> None:
+        """A changed file that was not written after all: it stays as it was."""
+        changed, skipped, failed = self._counted.get(result.source.display, (False, False, False))
+        if changed:
+            self.files_changed -= 1
+            self._counted[result.source.display] = (False, skipped, failed)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -283,6 +302,8 @@ class Reporter:
         """A finding about a file already added (a decision taken after it was converted)."""
         if not result.has_errors and finding.severity is Severity.ERROR:
             self.summary.files_with_errors += 1
+        if finding.rule == "not-written" and result.changed:
+            self.summary.unchanged(result)
         result.file_findings.append(finding)
         self.add_about(result.source.display, finding)
 

@@ -333,3 +333,20 @@ def test_an_unsupported_target_version_names_the_flag(run_cli: Runner, tmp_path:
     result = run_cli("convert", "--target-version", "1.31", str(tmp_path))
     assert result.code == 2
     assert "--target-version: target version 1.31 is not supported" in result.stderr
+
+
+def test_the_summary_counts_each_file_once_as_it_ends(run_cli: Runner, tmp_path: Path) -> None:
+    """A kustomization the run edits is one changed file (not also a skipped input), and a file with an
+    error that is not written is no changed file."""
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "pod.yaml").write_text(GPU_POD)
+    (tmp_path / "app" / "kustomization.yaml").write_text("resources:\n- pod.yaml\n")
+    result = run_cli("diff", "--report", "json", "--no-verify-render", str(tmp_path / "app"))
+    summary = json.loads(result.stderr)["summary"]
+    assert (summary["files"], summary["filesChanged"], summary["filesSkipped"]) == (3, 3, 0)  # + the templates file
+    (tmp_path / "bad.yaml").write_text(
+        GPU_POD + "---\n" + GPU_POD.replace("gpu: 2", "gpu: 33").replace("name: gpu", "name: big")
+    )
+    result = run_cli("convert", "--in-place", "--report", "json", str(tmp_path / "bad.yaml"))
+    summary = json.loads(result.stderr)["summary"]
+    assert (summary["files"], summary["filesChanged"], summary["filesWithErrors"]) == (1, 0, 1)
