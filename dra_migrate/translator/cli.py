@@ -157,7 +157,8 @@ def _convert_arguments(convert: argparse.ArgumentParser) -> None:
         "--output",
         type=output_format,
         metavar="FORMAT",
-        help="print to stdout as yaml (default: the files' own text, edited) or json (one object or a v1 List)",
+        help="print to stdout as yaml (YAML files' own text, edited, and JSON files as YAML) or json (one object "
+        "or a v1 List); default: each file's own text, edited",
     )
     where = convert.add_mutually_exclusive_group()
     where.add_argument("--output-dir", metavar="DIR", help="write the converted tree under DIR")

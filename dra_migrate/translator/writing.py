@@ -68,6 +68,9 @@ def emit(run: Run, result: FileResult, writer: StdoutWriter | JsonWriter) -> Non
             write(run, result, target, durable=False, mode=_mode(result.source))
     elif isinstance(writer, JsonWriter):
         writer.add(_output_objects(result))
+    elif args.output == "yaml" and result.source.is_json and result.error is None:
+        # a JSON input asked for as YAML: its objects written as YAML documents
+        writer.write("".join(f"---\n{kubeyaml.dump(obj)}" for obj in _output_objects(result)))
     else:
         writer.write(result.text)
 

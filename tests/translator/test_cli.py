@@ -350,3 +350,15 @@ def test_the_summary_counts_each_file_once_as_it_ends(run_cli: Runner, tmp_path:
     result = run_cli("convert", "--in-place", "--report", "json", str(tmp_path / "bad.yaml"))
     summary = json.loads(result.stderr)["summary"]
     assert (summary["files"], summary["filesChanged"], summary["filesWithErrors"]) == (1, 0, 1)
+
+
+def test_o_yaml_prints_a_json_input_as_yaml(run_cli: Runner, tmp_path: Path) -> None:
+    source = tmp_path / "pod.json"
+    source.write_text(json.dumps(yaml.safe_load(GPU_POD)))
+    result = run_cli("convert", "-o", "yaml", str(source))
+    assert result.code == 0, result.stderr
+    assert not result.stdout.lstrip().startswith("{")
+    objects = [d for d in yaml.safe_load_all(result.stdout) if d]
+    assert [o["kind"] for o in objects] == ["List"]
+    assert [o["kind"] for o in objects[0]["items"]] == ["Pod", "ResourceClaimTemplate"]
+    assert run_cli("convert", str(source)).stdout.lstrip().startswith("{")  # without -o: JSON stays JSON
