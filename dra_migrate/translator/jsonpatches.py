@@ -74,7 +74,24 @@ def _touches_devices(operation: Operation, state: Any, config: Config) -> bool:
 
 
 def _apply(state: Any, operations: Sequence[Operation]) -> Any:
-    return jsonpatch.apply_patch(state, list(operations), in_place=False)
+    """The operations applied as kustomize applies them (evanphx/json-patch v4): a `replace` of a key
+    a mapping lacks sets it, like an `add`."""
+    for operation in operations:
+        state = jsonpatch.apply_patch(state, [_as_kustomize_reads(state, operation)], in_place=False)
+    return state
+
+
+def _as_kustomize_reads(state: Any, operation: Operation) -> Operation:
+    if operation.get("op") != "replace" or not isinstance(operation.get("path"), str):
+        return operation
+    try:
+        parts = jsonpointer.JsonPointer(operation["path"]).parts
+        parent = jsonpointer.JsonPointer.from_parts(parts[:-1]).resolve(state) if parts else None
+    except jsonpointer.JsonPointerException:
+        return operation
+    if isinstance(parent, dict) and parts[-1] not in parent:
+        return {**operation, "op": "add"}
+    return operation
 
 
 def _describe(operation: Operation) -> str:

@@ -110,6 +110,12 @@ OVERLAYS: dict[str, dict[str, str]] = {
             + _inline(COUNT_TO_8).removeprefix("resources:\n- ../../base\n")
         ),
     },
+    # kustomize (json-patch v4) sets a key a `replace` names that the mapping lacks, like an `add`
+    "replace-of-a-missing-key": {
+        "overlays/o/kustomization.yaml": _inline(
+            "- op: replace\n  path: /spec/template/spec/containers/0/imagePullPolicy\n  value: Always\n" + COUNT_TO_8
+        )
+    },
     # targets are matched against what the bases render: the namespace a base sets, a List's items
     "target-in-the-bases-namespace": {
         "base/kustomization.yaml": "namespace: ml\nresources:\n- deployment.yaml\n",
