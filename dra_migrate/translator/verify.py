@@ -3,11 +3,12 @@ before and after the conversion, and what it renders after must be what converti
 gives (translator.renderdiff), object for object; a root whose files did not change is built once
 and must already render that.
 
-The converted tree is never written for this: the directory arguments are copied to a temporary
-directory, where they stand relative to each other as they do in the tree, the converted texts are
-laid over the copy, and kustomize builds both. A root that reaches files outside the directory
-arguments cannot be built in the copy, and is refused like a root whose render changed: an overlay is
-converted only together with its base.
+The converted tree is never written for this: the directory arguments (and the kustomizations
+outside them that a root renders from) are copied to a temporary directory, where they stand relative
+to each other as they do in the tree, the converted texts are laid over the copy, and kustomize
+builds both. An overlay converted without its base renders other than its conversion, and says that
+its base is outside the inputs; a root that reads other files outside them cannot be built in the
+copy, and is refused saying so.
 """
 
 from __future__ import annotations
@@ -63,36 +64,44 @@ def verify(
 ) -> list[RootCheck]:
     """Build each root with and without `changes` (resolved path -> new text) and compare. `elsewhere`:
     templates the conversion writes outside the tree (--templates-file), applied beside every render.
-    A root that renders from outside the inputs is refused whether or not a renderer is at hand."""
+    A root that renders from kustomizations outside the inputs is built with them copied as they are
+    (a base holding only generators needs no conversion); without a renderer it is refused."""
     bases = sorted(set(arguments))
     checks: list[RootCheck] = []
-    to_build: list[Kustomization] = []
+    to_build: list[tuple[Kustomization, list[Path]]] = []
     for root in roots_under(index, bases):
         directories = render_directories(index, root)
-        outside = sorted(str(d) for d in directories if not any(d.is_relative_to(b) for b in bases))
+        outside = sorted(d for d in directories if not any(d.is_relative_to(b) for b in bases))
         if outside and not any(p.is_relative_to(d) for p in changes for d in directories):
             continue  # it renders from elsewhere too, and none of its files changed
-        if outside:
-            problem = f"it renders from {', '.join(outside)}, outside the inputs: convert it together with its base"
-            checks.append(RootCheck(root, [problem]))
+        if outside and renderer is None:
+            checks.append(RootCheck(root, [_outside_problem(outside)]))
         else:
-            to_build.append(root)
+            to_build.append((root, outside))
     if renderer is None or not to_build:
         return checks
-    common = Path(os.path.commonpath(bases))
+    copied = sorted(set(bases).union(*(outside for _, outside in to_build)))
+    common = Path(os.path.commonpath(copied))
     with tempfile.TemporaryDirectory(prefix="dra-migrate-render-") as scratch:
         tree = Path(scratch) / "tree"
         try:
-            _lay_out(bases, common, tree, changes)
+            _lay_out(copied, common, tree, changes)
         except OSError as exc:
             reason = f"cannot copy the inputs to render them: {exc.strerror or exc}"
-            return checks + [RootCheck(root, [], reason) for root in to_build]
-        for root in to_build:
+            return checks + [RootCheck(root, [], reason) for root, _ in to_build]
+        for root, outside in to_build:
             directories = render_directories(index, root)
             changed = any(p.is_relative_to(d) for p in changes for d in directories)
             converted = tree / root.directory.relative_to(common) if changed else None
-            checks.append(_check(renderer, config, root, converted, elsewhere))
+            check = _check(renderer, config, root, converted, elsewhere, tree)
+            if check.failed and outside:  # most likely the base that was not converted with it
+                check = RootCheck(root, [*check.problems, _outside_problem(outside)])
+            checks.append(check)
         return checks
+
+
+def _outside_problem(outside: Sequence[Path]) -> str:
+    return f"it renders from {', '.join(map(str, outside))}, outside the inputs: convert it together with its base"
 
 
 def _lay_out(bases: Sequence[Path], common: Path, tree: Path, changes: Mapping[Path, str]) -> None:
@@ -110,7 +119,12 @@ def _lay_out(bases: Sequence[Path], common: Path, tree: Path, changes: Mapping[P
 
 
 def _check(
-    renderer: Renderer, config: Config, root: Kustomization, converted: Path | None, elsewhere: Sequence[Any]
+    renderer: Renderer,
+    config: Config,
+    root: Kustomization,
+    converted: Path | None,
+    elsewhere: Sequence[Any],
+    tree: Path,
 ) -> RootCheck:
     """`converted`: where the converted tree holds the root; None when nothing it renders from changed
     (its render must then already be what converting it gives)."""
@@ -121,6 +135,9 @@ def _check(
     try:
         after = build(renderer, converted) if converted is not None else before
     except RenderError as exc:
+        if str(tree.parent) in str(exc):  # it reads a file the copy lacks: one outside the inputs
+            where = str(exc).replace(str(tree.parent), "...")
+            return RootCheck(root, [f"it reads files outside the inputs ({where}): convert it with what it reads"])
         return RootCheck(root, [f"kustomize cannot build it after the conversion: {exc}"])
     rendered = [*after, *elsewhere]
     differences = conversion_differences(before, rendered, config)

@@ -236,3 +236,34 @@ def test_a_template_with_another_spec_is_a_difference_and_extra_templates_are_no
     assert conversion_differences(before, [pod, template, leftover], default_config()) == []
     (problem,) = conversion_differences(before, [pod, other], default_config())
     assert "spec.spec.devices.requests.0.exactly.count renders as 3; converting the render gives 2" in problem
+
+
+def test_a_root_rendering_from_a_base_outside_the_inputs_that_needs_nothing_converts(
+    run_cli: Runner, tmp_path: Path
+) -> None:
+    """`../common` holds only a generator: built with the copy, nothing in it needs converting."""
+    write_tree(
+        tmp_path,
+        {
+            "common/kustomization.yaml": "configMapGenerator:\n- name: cfg\n  literals: [A=1]\n",
+            "app/kustomization.yaml": "resources:\n- ../common\n- deployment.yaml\n",
+            "app/deployment.yaml": DEPLOYMENT,
+        },
+    )
+    result = run_cli("convert", "--in-place", "--report", "json", str(tmp_path / "app"))
+    assert result.code == 0, result.stderr
+    assert "resourceClaims" in (tmp_path / "app" / "deployment.yaml").read_text()
+
+
+def test_a_root_reading_a_file_outside_the_inputs_is_refused_saying_so(run_cli: Runner, tmp_path: Path) -> None:
+    write_tree(
+        tmp_path,
+        {
+            "shared/app.env": "A=1\n",
+            "app/kustomization.yaml": "resources:\n- deployment.yaml\nconfigMapGenerator:\n- name: cfg\n"
+            "  envs: [../shared/app.env]\n",
+            "app/deployment.yaml": DEPLOYMENT,
+        },
+    )
+    (message,) = _refused(run_cli, tmp_path, str(tmp_path / "app"))
+    assert message.startswith("it reads files outside the inputs") and "shared/app.env" in message
