@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from dra_migrate.engine import hami
+from dra_migrate.engine import hami, trainer
 from dra_migrate.engine.config import Config
 from dra_migrate.engine.containers import pod_containers
 from dra_migrate.engine.deviceclasses import serving_class
@@ -182,6 +182,10 @@ def _convert_workload(obj: dict[str, Any], config: Config) -> ConversionResult:
         return ConversionResult(obj, False, [], findings.items, list(extended.values()))
     if obj.get("kind") in RAY_KINDS and api_group(obj.get("apiVersion")) == "ray.io":
         keep_ray_resources(obj, out, findings)
+    if obj.get("kind") in trainer.KINDS and api_group(obj.get("apiVersion")) == trainer.GROUP:
+        trainer.keep_trainer_process_counts(obj, out, findings)
+        if obj.get("kind") == "ClusterTrainingRuntime" and templates:
+            trainer.cluster_runtime_templates(list(templates.values()), findings)
     # Templates are built in the hub form (v1); write them in the version the target serves.
     written = [write_hub(t, "ResourceClaimTemplate", config.target) for t in templates.values()]
     return ConversionResult(out, True, written, findings.items, list(extended.values()), conversions)

@@ -52,6 +52,8 @@ RULES: tuple[Rule, ...] = (
     Rule("quota-not-expressible", WARN, "a GPU quota that per-class device quotas cannot express exactly"),
     Rule("unknown-kind", WARN, "a kind with no known pod specs names a mapped resource; add it under workloads:"),
     Rule("ray-start-params", INFO, "rayStartParams set from the Ray container's old limits, as KubeRay derived them"),
+    Rule("trainer-processes", INFO, "a Trainer runtime's processes per node from GPU limits that are now claims"),
+    Rule("cluster-runtime-templates", WARN, "a cluster-scoped runtime needs its templates in each TrainJob namespace"),
     # Node selection and legacy pod fields
     Rule("node-name-to-selector", INFO, "spec.nodeName became node selection so the scheduler allocates claims"),
     Rule("node-name-conflict", ERROR, "nodeName conflicts with the pod's own node selection; kept"),
