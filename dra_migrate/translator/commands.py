@@ -181,10 +181,11 @@ def run_diff(args: argparse.Namespace) -> int:
                 _write_diff(result.source.display, result.original, result.text, colour)
     if holding:
         run.repository.complete_patches(changed)
+        if run.repository.holds_writes():
+            # what convert would not write (a root whose render is not its conversion) is no change
+            changed = _verified(run, changed)
         for result in changed:
             _write_diff(result.source.display, result.original, result.text, colour)
-        if run.repository.verifies_renders():
-            run.repository.failed_renders(_changes(changed))
     if args.device_classes:
         classes = run.side.device_classes_file()
         if classes.changed:

@@ -267,3 +267,18 @@ def test_a_root_reading_a_file_outside_the_inputs_is_refused_saying_so(run_cli: 
     )
     (message,) = _refused(run_cli, tmp_path, str(tmp_path / "app"))
     assert message.startswith("it reads files outside the inputs") and "shared/app.env" in message
+
+
+def test_diff_shows_no_change_that_convert_would_not_write(run_cli: Runner, tmp_path: Path) -> None:
+    write_tree(
+        tmp_path,
+        {
+            **BASE,
+            "count/kustomization.yaml": "resources:\n- ../base\npatches:\n- path: p.yaml\n",
+            "count/p.yaml": COUNT_PATCH,
+        },
+    )
+    result = run_cli("diff", "--report", "json", str(tmp_path))
+    assert result.code == 2
+    assert result.stdout == ""  # every file feeds the refused overlay: convert writes none of them
+    assert _findings(result.stderr, "render-mismatch") and _findings(result.stderr, "not-written")
