@@ -95,7 +95,9 @@ def _claim_devices(
             continue
         template = templates.get((namespace, str(template_name))) or templates.get(("", str(template_name)))
         if template is None:
-            out[f"claim {name}"] = f"uses template {template_name}, which the render does not hold"
+            elsewhere = sorted(ns or "no namespace" for ns, found in templates if found == str(template_name))
+            where = f" in its namespace (only in {', '.join(elsewhere)})" if elsewhere else ""
+            out[f"claim {name}"] = f"uses template {template_name}, which the render does not hold{where}"
             continue
         for device_class, number in _template_devices(template):
             counts.setdefault(device_class, []).append(number)

@@ -106,7 +106,8 @@ def _rewrite_one(operations: list[Operation], target: dict[str, Any], config: Co
         try:
             state = _apply(state, [operation])
         except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as exc:
-            return Rewrite(None, [], f"{_describe(operation)} does not apply to the base: {exc}")
+            # the objects of the bases' files: a field another overlay's patch adds is not there
+            return Rewrite(None, [], f"{_describe(operation)} does not apply to its bases' files as written: {exc}")
     if not any(device):
         return Rewrite(None, [])
     guard = next((o for o, touches in zip(operations, device, strict=True) if touches and o.get("op") == "test"), None)
