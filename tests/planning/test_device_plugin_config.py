@@ -76,6 +76,24 @@ def _config_map(namespace: str, name: str, data: dict[str, str]) -> dict[str, An
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace}, "data": data}
 
 
+def _plugin_daemon_set(**pod_spec: Any) -> dict[str, Any]:
+    """The plugin's DaemonSet as its Helm chart deploys it, mounting the ConfigMap `configs`."""
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "nvidia-device-plugin", "namespace": "kube-system"},
+        "spec": {
+            "template": {
+                "spec": {
+                    **pod_spec,
+                    "containers": [{"name": "p", "image": "nvcr.io/nvidia/k8s-device-plugin:v0.17.1"}],
+                    "volumes": [{"name": "available-configs", "configMap": {"name": "configs"}}],
+                }
+            }
+        },
+    }
+
+
 SHARED = _sharing("timeSlicing")
 PLAIN = "version: v1\n"
 
@@ -96,19 +114,7 @@ def test_the_gpu_operator_names_the_config_in_its_cluster_policy() -> None:
 
 
 def test_without_a_default_the_key_named_default_then_the_only_key() -> None:
-    daemon_set = {
-        "apiVersion": "apps/v1",
-        "kind": "DaemonSet",
-        "metadata": {"name": "nvidia-device-plugin", "namespace": "kube-system"},
-        "spec": {
-            "template": {
-                "spec": {
-                    "containers": [{"name": "p", "image": "nvcr.io/nvidia/k8s-device-plugin:v0.17.1"}],
-                    "volumes": [{"name": "available-configs", "configMap": {"name": "configs"}}],
-                }
-            }
-        },
-    }
+    daemon_set = _plugin_daemon_set()
     named = plugin_sources(_state(daemon_set, _config_map("kube-system", "configs", {"default": SHARED, "x": PLAIN})))[
         0
     ]
@@ -130,20 +136,7 @@ def test_without_the_config_the_feature_discovery_labels_tell() -> None:
 def test_a_node_the_plugin_does_not_run_on_or_that_advertises_no_gpus_shares_nothing() -> None:
     """The plugin's DaemonSet selects `deploy.device-plugin=true` nodes; a DRA node of the same pool
     (labelled false, no `nvidia.com/gpu` in its allocatable) is not time-sliced by its config."""
-    daemon_set = {
-        "apiVersion": "apps/v1",
-        "kind": "DaemonSet",
-        "metadata": {"name": "nvidia-device-plugin", "namespace": "kube-system"},
-        "spec": {
-            "template": {
-                "spec": {
-                    "nodeSelector": {"nvidia.com/gpu.deploy.device-plugin": "true"},
-                    "containers": [{"name": "p", "image": "nvcr.io/nvidia/k8s-device-plugin:v0.17.1"}],
-                    "volumes": [{"name": "available-configs", "configMap": {"name": "configs"}}],
-                }
-            }
-        },
-    }
+    daemon_set = _plugin_daemon_set(nodeSelector={"nvidia.com/gpu.deploy.device-plugin": "true"})
     (source,) = plugin_sources(_state(daemon_set, _config_map("kube-system", "configs", {"default": SHARED})))
 
     def node(deployed: str, allocatable: dict[str, str]) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import corpus as shared_corpus
 import pytest
+from kubectl import require_kubectl
 from translator_cli_support import CliResult, Runner
 
 from dra_migrate.cli import main
@@ -35,3 +36,11 @@ def run_cli(monkeypatch: pytest.MonkeyPatch) -> Iterator[Runner]:
 @pytest.fixture(scope="session")
 def corpus() -> Path:
     return shared_corpus.require()
+
+
+@pytest.fixture
+def kustomize(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The real kustomize (kubectl's) for render verification; the test skips where there is none."""
+    kubectl = require_kubectl()
+    monkeypatch.setenv("DRA_MIGRATE_KUSTOMIZE", str(kubectl))
+    yield kubectl

@@ -7,18 +7,18 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from kubectl import require_kubectl
 from translator_cli_support import Runner
 from trees import snapshot, write_tree
 
 from dra_migrate.engine import default_config
 from dra_migrate.translator.devices import device_view
+
+pytestmark = pytest.mark.usefixtures("kustomize")  # the real kustomize renders (conftest.py)
 
 DEPLOYMENT = """\
 apiVersion: apps/v1
@@ -128,13 +128,6 @@ OVERLAYS: dict[str, dict[str, str]] = {
         "overlays/o/kustomization.yaml": _inline(COUNT_TO_8),
     },
 }
-
-
-@pytest.fixture(autouse=True)
-def kustomize(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    kubectl = require_kubectl()
-    monkeypatch.setenv("DRA_MIGRATE_KUSTOMIZE", str(kubectl))
-    yield kubectl
 
 
 def _devices(kubectl: Path, root: Path) -> dict[str, dict[str, str]]:

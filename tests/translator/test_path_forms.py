@@ -174,5 +174,3 @@ def test_a_unit_whose_templates_file_cannot_be_written_is_not_written(
     for name in ("base/deployment.yaml", "base/kustomization.yaml"):
         assert written.get(name, before[name]) == before[name], name
     assert "kind: ResourceClaimTemplate" in written["loose/pod.yaml"].decode()
-
-

@@ -6,17 +6,17 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kubectl import require_kubectl
 from translator_cli_support import Runner
 from trees import snapshot, write_tree
 
 from dra_migrate.engine import convert, default_config
 from dra_migrate.translator.renderdiff import conversion_differences
+
+pytestmark = pytest.mark.usefixtures("kustomize")  # the real kustomize renders (conftest.py)
 
 DEPLOYMENT = """\
 apiVersion: apps/v1
@@ -59,13 +59,6 @@ spec:
 """
 
 BASE = {"base/kustomization.yaml": "resources:\n- deployment.yaml\n", "base/deployment.yaml": DEPLOYMENT}
-
-
-@pytest.fixture(autouse=True)
-def kustomize(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    kubectl = require_kubectl()
-    monkeypatch.setenv("DRA_MIGRATE_KUSTOMIZE", str(kubectl))
-    yield kubectl
 
 
 def _findings(stderr: str, rule: str) -> list[dict[str, Any]]:

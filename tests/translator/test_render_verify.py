@@ -8,19 +8,19 @@ import json
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from kubectl import require_kubectl
 from translator_cli_support import Runner
 from trees import snapshot as _snapshot
 from trees import write_tree as _lay_out
 
 from dra_migrate.engine import default_config
 from dra_migrate.translator.devices import compare, device_view
+
+pytestmark = pytest.mark.usefixtures("kustomize")  # the real kustomize renders (conftest.py)
 
 TWO_CONTAINERS = """\
 apiVersion: apps/v1
@@ -67,13 +67,6 @@ TAKE_GPUS_AWAY = {
     "overlays/cpu/kustomization.yaml": "resources:\n- ../../base\npatches:\n- path: gpus.yaml\n",
     "overlays/cpu/gpus.yaml": SMP_PATCH_A_TO_1.replace("gpu: 1", "gpu: 0"),
 }
-
-
-@pytest.fixture(autouse=True)
-def kustomize(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    kubectl = require_kubectl()
-    monkeypatch.setenv("DRA_MIGRATE_KUSTOMIZE", str(kubectl))
-    yield kubectl
 
 
 def _rows(stderr: str, rule: str) -> list[dict[str, Any]]:

@@ -8,18 +8,18 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
-from kubectl import require_kubectl
 from test_anchors_and_whole_files import PYTORCH_JOB as BASE_JOB  # Worker reuses the Master's `resources: *r`
 from translator_cli_support import Runner
 from trees import snapshot, write_tree
 
 from dra_migrate.engine import default_config
 from dra_migrate.translator.devices import device_view
+
+pytestmark = pytest.mark.usefixtures("kustomize")  # the real kustomize renders (conftest.py)
 
 BASE_DEPLOYMENT = """\
 apiVersion: apps/v1
@@ -92,13 +92,6 @@ REPOSITORY = {
 }
 
 ROOTS = ("base", "overlays/small", "overlays/big", "overlays/inline", "overlays/cpu")
-
-
-@pytest.fixture(autouse=True)
-def kustomize(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    kubectl = require_kubectl()
-    monkeypatch.setenv("DRA_MIGRATE_KUSTOMIZE", str(kubectl))
-    yield kubectl
 
 
 def _render(kubectl: Path, root: Path) -> dict[tuple[str, ...], dict[str, str]]:

@@ -121,9 +121,7 @@ def kustomize_tree(tmp_path: Path) -> Path:
     return root
 
 
-def test_every_kustomization_and_every_loose_file_reaches_its_templates(
-    run_cli: Runner, kustomize_tree: Path
-) -> None:
+def test_every_kustomization_and_every_loose_file_reaches_its_templates(run_cli: Runner, kustomize_tree: Path) -> None:
     kubectl = require_kubectl()
     result = run_cli("convert", "--in-place", str(kustomize_tree))
     assert result.code == 0, result.stderr
