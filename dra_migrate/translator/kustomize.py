@@ -26,7 +26,7 @@ _PATCH_LISTS = ("patches", "patchesJson6902")
 
 
 class Kustomization:
-    __slots__ = ("data", "directories", "files", "patches", "path", "rewritten", "text")
+    __slots__ = ("data", "directories", "files", "patches", "path", "remote", "rewritten", "text")
 
     def __init__(self, path: Path, data: dict[str, Any], text: str) -> None:
         self.path = path  # the kustomization file
@@ -36,6 +36,7 @@ class Kustomization:
         self.files: set[Path] = set()  # resolved files it lists (resources and patches)
         self.patches: set[Path] = set()  # those of them it lists as patches
         self.directories: set[Path] = set()  # resolved directories it lists
+        self.remote: list[str] = remote_entries(data, path.parent)  # bases it loads from a repository or URL
 
     @property
     def directory(self) -> Path:
@@ -44,6 +45,29 @@ class Kustomization:
     @property
     def renames(self) -> list[str]:
         return [key for key in ("namePrefix", "nameSuffix") if self.data.get(key)]
+
+
+# kustomize's remote targets: a URL, an ssh remote, or a repository path such as
+# github.com/org/repo/path?ref=v1 (a host name first)
+_REMOTE = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|git@|[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}/)", re.IGNORECASE)
+
+
+def remote_entries(data: dict[str, Any], directory: Path) -> list[str]:
+    """The resources, bases and components the kustomization loads from elsewhere than the tree (a
+    local directory that looks like a host name, `my.app/`, is local)."""
+    out: list[str] = []
+    for key in ("resources", "bases", "components"):
+        values = data.get(key)
+        if isinstance(values, list):
+            out.extend(v for v in values if isinstance(v, str) and _REMOTE.match(v) and not _exists(directory / v))
+    return out
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except OSError:  # a name too long to be a path
+        return False
 
 
 def _entries(data: dict[str, Any]) -> list[tuple[str, bool]]:

@@ -71,6 +71,10 @@ def verify(
     to_build: list[tuple[Kustomization, list[Path]]] = []
     for root in roots_under(index, bases):
         directories = render_directories(index, root)
+        remote = _patched_remote_base(index, root, changes)
+        if remote is not None:
+            checks.append(RootCheck(root, [remote]))
+            continue
         outside = sorted(d for d in directories if not any(d.is_relative_to(b) for b in bases))
         if outside and not any(p.is_relative_to(d) for p in changes for d in directories):
             continue  # it renders from elsewhere too, and none of its files changed
@@ -98,6 +102,21 @@ def verify(
                 check = RootCheck(root, [*check.problems, _outside_problem(outside)])
             checks.append(check)
         return checks
+
+
+def _patched_remote_base(index: KustomizationIndex, root: Kustomization, changes: Mapping[Path, str]) -> str | None:
+    """Why a root whose patches the conversion rewrote cannot be converted when it pulls a base from a
+    repository or URL: that base is not converted with it, so the rewritten patches would give its pods
+    claims beside their device-plugin requests (and the render cannot be checked without fetching it)."""
+    chain = [root, *index.reachable(root)]
+    remote = [entry for k in chain for entry in k.remote]
+    patched = any(k.rewritten is not None or any(p in k.patches for p in changes) for k in chain)
+    if not (remote and patched):
+        return None
+    return (
+        f"its patches of device requests apply to {', '.join(remote)}, a remote base not converted with it: convert "
+        "that base where it lives first, or convert the rendered output (dra-migrate krm, the Helm post-renderer)"
+    )
 
 
 def _outside_problem(outside: Sequence[Path]) -> str:

@@ -275,3 +275,33 @@ def test_diff_shows_no_change_that_convert_would_not_write(run_cli: Runner, tmp_
     assert result.code == 2
     assert result.stdout == ""  # every file feeds the refused overlay: convert writes none of them
     assert _findings(result.stderr, "render-mismatch") and _findings(result.stderr, "not-written")
+
+
+@pytest.mark.parametrize(
+    "remote", ["https://github.com/example/models//base?ref=v1", "github.com/example/models/base?ref=v1"]
+)
+def test_an_overlay_patching_a_remote_base_is_refused(run_cli: Runner, tmp_path: Path, remote: str) -> None:
+    """The base is not converted with it: the converted patch would give its pods claims beside their
+    device-plugin requests, and the render cannot be checked without fetching the base."""
+    write_tree(
+        tmp_path,
+        {"prod/kustomization.yaml": f"resources:\n- {remote}\npatches:\n- path: p.yaml\n", "prod/p.yaml": COUNT_PATCH},
+    )
+    (message,) = _refused(run_cli, tmp_path)
+    assert remote in message and "remote base not converted with it" in message
+
+
+def test_an_overlay_adding_its_own_gpu_workload_beside_a_remote_base_converts(run_cli: Runner, tmp_path: Path) -> None:
+    """Nothing of the remote base is patched: the overlay's own resources convert (the render cannot be
+    built here, which is a warning)."""
+    write_tree(
+        tmp_path,
+        {
+            "prod/kustomization.yaml": "resources:\n- https://github.com/example/models//base?ref=v1\n- gpu.yaml\n",
+            "prod/gpu.yaml": DEPLOYMENT,
+        },
+    )
+    result = run_cli("convert", "--in-place", "--report", "json", str(tmp_path))
+    assert result.code == 0, result.stderr
+    assert _findings(result.stderr, "render-not-verified")
+    assert "resourceClaims" in (tmp_path / "prod" / "gpu.yaml").read_text()
