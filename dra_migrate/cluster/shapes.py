@@ -28,9 +28,9 @@ def shape_problem(obj: dict[str, Any], target: Target) -> str | None:
         return _cluster_queue_problem(obj.get("spec") or {})
     if not obj.get("kind") or not obj.get("apiVersion"):
         return None
-    from dra_migrate.translator.schema import type_errors  # the schemas load only for a snapshot
+    from dra_migrate.translator.schema import first_type_error  # the schemas load only for a snapshot
 
-    return next(iter(type_errors(obj, target)), None)
+    return first_type_error(obj, target)
 
 
 def _kind_of(value: Any) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,11 +82,3 @@ def allocatable_of(node: dict[str, Any]) -> dict[str, Any]:
     """A Node's `status.allocatable` ({} when it has none)."""
     allocatable = (node.get("status") or {}).get("allocatable")
     return allocatable if isinstance(allocatable, dict) else {}
-
-
-def items(document: Any) -> Iterator[Any]:
-    """A `kubectl get -o yaml` document's objects: the items of a List, or the object itself."""
-    if isinstance(document, dict) and str(document.get("kind", "")).endswith("List"):
-        yield from document.get("items") or []
-    elif document is not None:
-        yield document

@@ -19,12 +19,16 @@ from typing import Any
 
 from dra_migrate.engine.findings import Findings, json_path
 from dra_migrate.engine.quantity import QuantityError, device_count
+from dra_migrate.engine.workloads import iter_path
 
 GROUP = "trainer.kubeflow.org"
 KINDS = frozenset({"TrainingRuntime", "ClusterTrainingRuntime"})
 _NODE = "node"
 _ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 _TRAINER = "trainer"
+_JOBS = ("spec", "template", "spec", "replicatedJobs", "*")  # paths within a runtime, and within a job
+_LABELS = ("template", "metadata", "labels")
+_CONTAINERS = ("template", "spec", "template", "spec", "containers", "*")
 
 
 def _mapping(value: Any, key: str) -> dict[str, Any]:
@@ -33,15 +37,12 @@ def _mapping(value: Any, key: str) -> dict[str, Any]:
 
 
 def _node_resources(runtime: dict[str, Any]) -> dict[str, Any]:
-    jobs = _mapping(_mapping(_mapping(runtime, "spec"), "template"), "spec").get("replicatedJobs")
-    for job in jobs if isinstance(jobs, list) else ():
-        template = _mapping(job, "template")
-        is_trainer = _mapping(_mapping(template, "metadata"), "labels").get(_ANCESTOR_LABEL) == _TRAINER
-        if not (isinstance(job, dict) and job.get("name") == _NODE) and not is_trainer:
+    for _, job in iter_path(runtime, _JOBS):
+        labels = next((found for _, found in iter_path(job, _LABELS)), {})
+        if job.get("name") != _NODE and labels.get(_ANCESTOR_LABEL) != _TRAINER:
             continue
-        containers = _mapping(_mapping(_mapping(template, "spec"), "template"), "spec").get("containers")
-        for container in containers if isinstance(containers, list) else ():
-            if isinstance(container, dict) and container.get("name") == _NODE:
+        for _, container in iter_path(job, _CONTAINERS):
+            if container.get("name") == _NODE:
                 return _mapping(container, "resources")
     return {}
 

@@ -67,7 +67,8 @@ def _expected(before: Iterable[Any], config: Config) -> tuple[dict[ObjectKey, An
 def _template_problems(key: ObjectKey, want: Mapping[str, Any], rendered: Mapping[ObjectKey, Any]) -> list[str]:
     have = rendered.get(key)
     if have is None:
-        elsewhere = sorted(_describe(k) for k, o in rendered.items() if k[1:2] == key[1:2] and k[3] == key[3])
+        _, kind, _, name = key
+        elsewhere = sorted(_describe(k) for k in rendered if k[1] == kind and k[3] == name)
         found = f" (the render holds {', '.join(elsewhere)})" if elsewhere else ""
         return [f"{_describe(key)}: needed, missing from the render after the conversion{found}"]
     return [
@@ -103,7 +104,10 @@ def _walk(want: Any, have: Any, path: tuple[Any, ...], partial: bool = False) ->
         else:
             for i, (w, h) in enumerate(zip(want, have, strict=True)):
                 yield from _walk(w, h, (*path, i))
-    elif not same(want, have) if want is not _ABSENT and have is not _ABSENT else want is not have:
+    elif want is _ABSENT or have is _ABSENT:
+        if want is not have:
+            yield path, want, have
+    elif not same(want, have):
         yield path, want, have
 
 

@@ -38,45 +38,26 @@ def _plural(count: int, word: str) -> str:
 
 class RunSummary:
     __slots__ = (
-        "_counted",
+        "_files",
         "documents",
         "documents_changed",
-        "files",
-        "files_changed",
-        "files_failed",
-        "files_skipped",
         "files_with_errors",
         "severities",
         "templates",
     )
 
     def __init__(self) -> None:
-        self.files = 0
-        self.files_changed = 0
-        self.files_skipped = 0
-        self.files_failed = 0  # could not be read or parsed at all
+        # file -> (changed, skipped, failed: could not be read or parsed at all), as it ended: a
+        # kustomization the run edits is also an input (skipped: no objects), and is one file, its edit
+        self._files: dict[str, tuple[bool, bool, bool]] = {}
         self.files_with_errors = 0  # failed, or something in them could not be converted
         self.documents = 0
         self.documents_changed = 0
         self.templates = 0
         self.severities: Counter[str] = Counter()
-        # file -> (changed, skipped, failed) as counted: a kustomization the run edits is also an
-        # input (skipped: no objects), and is one file, counted as its edit
-        self._counted: dict[str, tuple[bool, bool, bool]] = {}
 
     def add(self, result: FileResult, templates: int) -> None:
-        state = (result.changed, result.skipped is not None, result.error is not None)
-        before = self._counted.get(result.source.display)
-        if before is None:
-            self.files += 1
-        else:
-            self.files_changed -= before[0]
-            self.files_skipped -= before[1]
-            self.files_failed -= before[2]
-        self._counted[result.source.display] = state
-        self.files_changed += state[0]
-        self.files_skipped += state[1]
-        self.files_failed += state[2]
+        self._files[result.source.display] = (result.changed, result.skipped is not None, result.error is not None)
         self.files_with_errors += result.has_errors
         self.documents += len(result.documents)
         self.documents_changed += sum(d.status in ("changed", "dropped") for d in result.documents)
@@ -89,10 +70,25 @@ class RunSummary:
 
     def unchanged(self, result: FileResult) -> None:
         """A changed file that was not written after all: it stays as it was."""
-        changed, skipped, failed = self._counted.get(result.source.display, (False, False, False))
-        if changed:
-            self.files_changed -= 1
-            self._counted[result.source.display] = (False, skipped, failed)
+        counted = self._files.get(result.source.display)
+        if counted is not None:
+            self._files[result.source.display] = (False, counted[1], counted[2])
+
+    @property
+    def files(self) -> int:
+        return len(self._files)
+
+    @property
+    def files_changed(self) -> int:
+        return sum(changed for changed, _, _ in self._files.values())
+
+    @property
+    def files_skipped(self) -> int:
+        return sum(skipped for _, skipped, _ in self._files.values())
+
+    @property
+    def files_failed(self) -> int:
+        return sum(failed for _, _, failed in self._files.values())
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -64,7 +64,7 @@ def schema_notice(target: Target) -> str | None:
 
 
 def validate_object(obj: dict[str, Any], target: Target, strict: bool = True) -> SchemaResult:
-    schema = kind_schema(schema_dir(schema_version(target), strict), str(obj["kind"]), str(obj["apiVersion"]))
+    schema = _object_schema(obj, target, strict)
     if schema is None:
         return SchemaResult(checked=False)
     if schema.fast is not None and schema.fast(obj):
@@ -72,20 +72,24 @@ def validate_object(obj: dict[str, Any], target: Target, strict: bool = True) ->
     error = next(schema.full.iter_errors(obj), None)  # the one Validator.validate raises
     if error is None:
         return SchemaResult(checked=True)
-    path = ".".join(str(p) for p in error.path) or "(top level)"
-    return SchemaResult(checked=True, errors=(f"{path}: {error.message}",))
+    return SchemaResult(checked=True, errors=(_described(error),))
 
 
-def type_errors(obj: dict[str, Any], target: Target) -> list[str]:
-    """The fields of `obj` whose type its kind's schema (not strict) refuses; missing fields are no error."""
-    schema = kind_schema(schema_dir(schema_version(target), False), str(obj["kind"]), str(obj["apiVersion"]))
+def first_type_error(obj: dict[str, Any], target: Target) -> str | None:
+    """The first field of `obj` whose type its kind's schema (not strict) refuses; missing fields are no error."""
+    schema = _object_schema(obj, target, False)
     if schema is None or (schema.fast is not None and schema.fast(obj)):
-        return []
-    return [
-        f"{'.'.join(str(p) for p in error.path) or '(top level)'}: {error.message}"
-        for error in schema.full.iter_errors(obj)
-        if error.validator != "required"
-    ]
+        return None
+    error = next((e for e in schema.full.iter_errors(obj) if e.validator != "required"), None)
+    return _described(error) if error is not None else None
+
+
+def _object_schema(obj: dict[str, Any], target: Target, strict: bool) -> KindSchema | None:
+    return kind_schema(schema_dir(schema_version(target), strict), str(obj["kind"]), str(obj["apiVersion"]))
+
+
+def _described(error: jsonschema.ValidationError) -> str:
+    return f"{'.'.join(str(p) for p in error.path) or '(top level)'}: {error.message}"
 
 
 @functools.cache
@@ -93,9 +97,9 @@ def schema_dir(desired_version: str, strict: bool) -> str:
     """kubernetes_validate.validate's choice: the newest schema release not newer than the target."""
     if kv_utils.major_minor(desired_version) > kv_utils.latest_version():
         raise kv_utils.VersionNotSupportedError(version=kv_utils.major_minor(desired_version))
-    version = [
-        v for v in kv_utils.all_versions() if kv_utils.major_minor(v) <= kv_utils.major_minor(desired_version)
-    ][-1]
+    version = [v for v in kv_utils.all_versions() if kv_utils.major_minor(v) <= kv_utils.major_minor(desired_version)][
+        -1
+    ]
     return f"v{version}-local" + ("-strict" if strict else "")
 
 

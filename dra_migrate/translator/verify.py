@@ -68,7 +68,7 @@ def verify(
     (a base holding only generators needs no conversion); without a renderer it is refused."""
     bases = sorted(set(arguments))
     checks: list[RootCheck] = []
-    to_build: list[tuple[Kustomization, list[Path]]] = []
+    to_build: list[tuple[Kustomization, list[Path], bool]] = []  # root, outside the inputs, changed
     for root in roots_under(index, bases):
         directories = render_directories(index, root)
         remote = _patched_remote_base(index, root, changes)
@@ -76,15 +76,16 @@ def verify(
             checks.append(RootCheck(root, [remote]))
             continue
         outside = sorted(d for d in directories if not any(d.is_relative_to(b) for b in bases))
-        if outside and not any(p.is_relative_to(d) for p in changes for d in directories):
+        changed = any(p.is_relative_to(d) for p in changes for d in directories)
+        if outside and not changed:
             continue  # it renders from elsewhere too, and none of its files changed
         if outside and renderer is None:
             checks.append(RootCheck(root, [_outside_problem(outside)]))
         else:
-            to_build.append((root, outside))
+            to_build.append((root, outside, changed))
     if renderer is None or not to_build:
         return checks
-    copied = sorted(set(bases).union(*(outside for _, outside in to_build)))
+    copied = sorted(set(bases).union(*(outside for _, outside, _ in to_build)))
     common = Path(os.path.commonpath(copied))
     with tempfile.TemporaryDirectory(prefix="dra-migrate-render-") as scratch:
         tree = Path(scratch) / "tree"
@@ -92,10 +93,8 @@ def verify(
             _lay_out(copied, common, tree, changes)
         except OSError as exc:
             reason = f"cannot copy the inputs to render them: {exc.strerror or exc}"
-            return checks + [RootCheck(root, [], reason) for root, _ in to_build]
-        for root, outside in to_build:
-            directories = render_directories(index, root)
-            changed = any(p.is_relative_to(d) for p in changes for d in directories)
+            return checks + [RootCheck(root, [], reason) for root, _, _ in to_build]
+        for root, outside, changed in to_build:
             converted = tree / root.directory.relative_to(common) if changed else None
             check = _check(renderer, config, root, converted, elsewhere, tree)
             if check.failed and outside:  # most likely the base that was not converted with it

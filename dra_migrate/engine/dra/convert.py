@@ -102,9 +102,9 @@ def _warn_if_off_by_default(version: str, kind: str, target: Target, findings: F
 def _check_device_taint_rule(version: str, target: Target, findings: Findings) -> None:
     kind = "DeviceTaintRule"
     release = target.release
-    if release.serves(version, kind) and not release.on_by_default(version, kind):
+    if release.serves(version, kind):
         _warn_if_off_by_default(version, kind, target, findings)
-    elif not release.serves(version, kind):
+    else:
         served = ", ".join(release.served_versions(kind)) or "none"
         findings.error(
             "not-served",
