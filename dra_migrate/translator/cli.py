@@ -112,9 +112,22 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
         "--no-verify-render",
         dest="verify_render",
         action="store_false",
-        help="do not build kustomization roots with kustomize before and after converting them (by default, "
-        "when kustomize or kubectl is installed, a root whose rendered containers would get other devices "
-        "is an error and none of its files is written)",
+        help="do not build kustomization roots with kustomize before and after converting them (by default "
+        "every root of the repository that renders from a changed file is built: one whose render is not the "
+        "conversion of its render before, or that cannot be built, is an error and none of its files is "
+        "written); the summary says how many roots were written unverified",
+    )
+    parser.add_argument(
+        "--repository",
+        metavar="DIR",
+        help="the repository whose kustomization roots are verified (default: the git work tree holding the "
+        "paths, else their common directory); every root that renders from a changed file is built",
+    )
+    parser.add_argument(
+        "--enable-exec",
+        action="store_true",
+        help="let render verification run exec KRM functions and plugins (kustomize --enable-alpha-plugins "
+        "--enable-exec); a root that needs them is otherwise refused",
     )
     parser.add_argument(
         "--max-file-size",

@@ -44,6 +44,7 @@ class RunSummary:
         "files_with_errors",
         "severities",
         "templates",
+        "unverified",
     )
 
     def __init__(self) -> None:
@@ -55,6 +56,7 @@ class RunSummary:
         self.documents_changed = 0
         self.templates = 0
         self.severities: Counter[str] = Counter()
+        self.unverified = 0  # kustomization roots written without render verification (--no-verify-render)
 
     def add(self, result: FileResult, templates: int) -> None:
         self._files[result.source.display] = (result.changed, result.skipped is not None, result.error is not None)
@@ -101,6 +103,7 @@ class RunSummary:
             "documentsChanged": self.documents_changed,
             "templatesGenerated": self.templates,
             "findings": dict(sorted(self.severities.items())),
+            "rootsNotVerified": self.unverified,
         }
 
     def line(self) -> str:
@@ -112,10 +115,15 @@ class RunSummary:
         if self.files_with_errors:
             parts.append(f"{self.files_with_errors} with errors")
         findings = [_plural(self.severities[s], s) for s in ("error", "warning") if self.severities[s]]
+        unverified = (
+            f"; {_plural(self.unverified, 'kustomization root')} NOT render-verified (--no-verify-render)"
+            if self.unverified
+            else ""
+        )
         return (
             f"{_plural(self.files, 'file')} ({', '.join(parts)}); "
             f"{_plural(self.documents, 'document')} ({self.documents_changed} changed); "
-            f"{_plural(self.templates, 'new template')}; {', '.join(findings) or 'no problems'}"
+            f"{_plural(self.templates, 'new template')}; {', '.join(findings) or 'no problems'}{unverified}"
         )
 
 

@@ -113,9 +113,9 @@ def discover(paths: Sequence[str], include: Sequence[str] = (), exclude: Sequenc
 
 
 def unselected(paths: Sequence[str], include: Sequence[str] = (), exclude: Sequence[str] = ()) -> Iterator[Source]:
-    """The other files of the directory arguments, which an output tree copies as they are: what
-    kustomize reads besides manifests (generator sources, `.env` files, an extensionless
-    `Kustomization`). Excluded paths and dot-directories stay out; dot-files are copied."""
+    """The other files of the directory arguments, which an output tree copies as they are, so that it
+    holds every file and still builds: what kustomize reads besides manifests (generator sources, `.env`
+    files, an extensionless `Kustomization`), excluded paths, dot-files and dot-directories (not `.git`)."""
     base = common_base(paths)
     for raw in paths:
         root = Path(raw)
@@ -127,7 +127,8 @@ def unselected(paths: Sequence[str], include: Sequence[str] = (), exclude: Seque
 
 def _walk(root: Path, patterns: Patterns, selected: bool) -> Iterator[tuple[Path, Path]]:
     """(path, path below root) of the files the patterns select (or, with selected=False, of the
-    others). Sorted, lazy, one directory listing at a time: memory does not grow with the tree."""
+    others: excluded and dot ones included). Sorted, lazy, one directory listing at a time: memory does
+    not grow with the tree."""
     walked = {root.resolve()}
     # Symbolic links to directories are followed, as kustomize follows them; each real directory once.
     for directory, subdirectories, files in os.walk(root, followlinks=True):
@@ -136,15 +137,27 @@ def _walk(root: Path, patterns: Patterns, selected: bool) -> Iterator[tuple[Path
         subdirectories[:] = [
             d
             for d in sorted(subdirectories)
-            if not d.startswith(".")
-            and not patterns.skips_directory((relative_base / d).as_posix())
+            if (
+                (not selected and d != ".git")
+                or (not d.startswith(".") and not patterns.skips_directory((relative_base / d).as_posix()))
+            )
             and _first_visit(base / d, walked)
         ]
+        selecting = not relative_base.parts or _selected_directory(relative_base, patterns)
         for name in sorted(files):
             relative = relative_base / name
-            reads = not name.startswith(".") and patterns.reads_file(relative.as_posix())
-            if reads == selected and (selected or not patterns.excludes(relative.as_posix())):
+            reads = selecting and not name.startswith(".") and patterns.reads_file(relative.as_posix())
+            if reads == selected:
                 yield base / name, relative
+
+
+def _selected_directory(relative: Path, patterns: Patterns) -> bool:
+    """Whether the run reads files in this directory (none of it is a dot-directory or excluded)."""
+    parts = relative.parts
+    return not any(
+        part.startswith(".") or patterns.skips_directory(Path(*parts[: i + 1]).as_posix())
+        for i, part in enumerate(parts)
+    )
 
 
 def _first_visit(directory: Path, walked: set[Path]) -> bool:
