@@ -89,6 +89,7 @@ def test_the_example_marks_an_error_a_warning_and_changes() -> None:
 def test_sarif_validates_and_places_each_finding_on_its_line() -> None:
     log = json.loads(diff_report("sarif"))
     validate_sarif(log)
+    assert log["$schema"] == sarif_schema()["id"]  # the schema it was checked against
     (run,) = log["runs"]
     driver = run["tool"]["driver"]
     assert [rule["id"] for rule in driver["rules"]] == [rule.id for rule in RULES]
