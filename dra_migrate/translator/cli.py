@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from dra_migrate.subcommands import Subcommands
 
+from dra_migrate.translator.formats import REPORT_KINDS
+
 OUTPUT_FORMATS = ("yaml", "json")
 PLACEMENTS = ("kustomization", "per-file")
 
@@ -78,14 +80,18 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--report",
-        choices=("text", "json", "none"),
-        help="details on stderr: text (default on a terminal), json, or none (default in a pipe); "
-        "errors and a one-line summary are always printed",
+        choices=REPORT_KINDS,
+        help="details on stderr, or in --report-file: text (default on a terminal), json, sarif (GitHub code "
+        "scanning), junit (GitLab and Jenkins test reports), github (workflow annotations), markdown (a job "
+        "summary or merge-request comment), or none (default in a pipe); every finding names its file and line; "
+        "errors and a one-line summary are always printed, except that a report other than text on stderr is the "
+        "whole of stderr",
     )
     parser.add_argument(
         "--report-file",
         metavar="PATH",
-        help="write the report to PATH instead of stderr (json when PATH ends in .json, else text)",
+        help="write the report to PATH instead of stderr; without --report its format follows the extension: "
+        ".sarif or .sarif.json sarif, .json json, .xml junit, .md markdown, anything else text",
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="print errors only: no warnings, summary, progress")
     parser.add_argument(
