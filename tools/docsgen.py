@@ -89,10 +89,9 @@ def cli_reference() -> str:
         for words, summary, parser in _commands(root):
             title = f"dra-migrate {words}".strip()
             lines += [f"## `{title}`", ""]
-            if summary:
-                lines += [summary[0].upper() + summary[1:] + ("" if summary.endswith(".") else "."), ""]
-            if parser.description and parser.description != summary:
-                lines += [" ".join(parser.description.split()), ""]
+            about = " ".join((parser.description or summary).split())  # the description says more
+            if about:
+                lines += [about[0].upper() + about[1:] + ("" if about.endswith(".") else "."), ""]
             lines += ["```text", parser.format_usage().rstrip(), "```", ""]
             lines += _arguments_table(parser)
             if parser.epilog:
