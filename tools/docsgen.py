@@ -191,7 +191,7 @@ def configuration_reference() -> str:
     lines = [
         "# Configuration file reference",
         "",
-        "One YAML file serves the translator (`--config`) and the webhook (`serve --config`). Every key is "
+        "One YAML file serves the translator and `plan` (`--config`) and the webhook (`serve --config`). Every key is "
         "optional unless marked required; unknown keys are errors, so a misspelt setting never silently does "
         "nothing. Generated from the file's JSON Schema (`dra_migrate/engine/config.py` and the sections the "
         "parts register, such as the webhook's in `dra_migrate/webhook/policy.py`), which is what every command "
