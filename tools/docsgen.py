@@ -151,6 +151,13 @@ def _type_of(schema: Mapping[str, Any]) -> str:
     return str(kind)
 
 
+# The name patterns Kubernetes itself uses, by the names its API documentation gives them.
+_PATTERN_NAMES = {
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$": "a DNS subdomain",
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$": "a DNS label",
+}
+
+
 def _constraints(schema: Mapping[str, Any]) -> str:
     notes = []
     for key, word in (("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<="), ("maxItems", "at most")):
@@ -161,7 +168,7 @@ def _constraints(schema: Mapping[str, Any]) -> str:
     if schema.get("uniqueItems"):
         notes.append("no duplicates")
     if "pattern" in schema:
-        notes.append(f"matches `{schema['pattern']}`")
+        notes.append(_PATTERN_NAMES.get(schema["pattern"]) or f"matches `{schema['pattern']}`")
     return ", ".join(notes)
 
 
