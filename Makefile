@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: setup demo test lint e2e-bins helm-bin e2e bench releases yaml12 clean
+.PHONY: setup demo test lint docs e2e-bins helm-bin e2e bench releases yaml12 clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -13,6 +13,16 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 setup: $(STAMP)
+
+DOCS_STAMP = $(VENV)/.docs-installed
+
+$(DOCS_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -e '.[test,docs]'
+	touch $(DOCS_STAMP)
+
+## The documentation site from docs/ and README.md, built strict (a broken link fails) into site/.
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 ## The main job on the bundled examples: preview (diff), then write the converted tree to out/.
 ## examples/krm converts at render time (an exec KRM function), so its files stay as they are in Git.
@@ -59,4 +69,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/review_cost.py
 
 clean:
-	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) out site dist build .pytest_cache .mypy_cache .ruff_cache .hypothesis

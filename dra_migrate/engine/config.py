@@ -35,27 +35,65 @@ _MAPPING_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
-        "resource": {"type": "string", "minLength": 1},
-        "pattern": {"type": "string", "minLength": 1},
-        "deviceClassName": {"type": "string", "minLength": 1},
-        "selectors": {"type": "array", "items": {"type": "string", "minLength": 1}, "maxItems": 32},
+        "resource": {"type": "string", "minLength": 1, "description": "the device-plugin resource name, exactly"},
+        "pattern": {
+            "type": "string",
+            "minLength": 1,
+            "description": "a regular expression the whole resource name must match; its named groups can be "
+            "used as ${name} in deviceClassName, selectors and classSelectors",
+        },
+        "deviceClassName": {
+            "type": "string",
+            "minLength": 1,
+            "description": "the DeviceClass the claim asks for (a DNS subdomain, as the apiserver requires)",
+        },
+        "selectors": {
+            "type": "array",
+            "items": {"type": "string", "minLength": 1},
+            "maxItems": 32,
+            "description": "CEL selectors of the request (syntax checked)",
+        },
         "config": {
             "type": "array",
             "maxItems": 32,
+            "description": "opaque driver configuration of the request",
             "items": {
                 "type": "object",
                 "additionalProperties": False,
                 "required": ["driver", "parameters"],
                 "properties": {
-                    "driver": {"type": "string", "pattern": _DNS_SUBDOMAIN, "maxLength": 63},
-                    "parameters": {"type": "object"},
+                    "driver": {
+                        "type": "string",
+                        "pattern": _DNS_SUBDOMAIN,
+                        "maxLength": 63,
+                        "description": "the DRA driver the parameters are for",
+                    },
+                    "parameters": {"type": "object", "description": "the driver's parameters, as they are"},
                 },
             },
         },
-        "requestName": {"type": "string", "pattern": _DNS_LABEL, "maxLength": 63},
-        "classSelectors": {"type": "array", "items": {"type": "string", "minLength": 1}, "maxItems": 32},
-        "unconvertible": {"type": "string", "minLength": 1},
-        "keepsUnconverted": {"type": "array", "items": {"type": "string"}},
+        "requestName": {
+            "type": "string",
+            "pattern": _DNS_LABEL,
+            "maxLength": 63,
+            "description": "the request's name in the template (default: from the resource name)",
+        },
+        "classSelectors": {
+            "type": "array",
+            "items": {"type": "string", "minLength": 1},
+            "maxItems": 32,
+            "description": "what a DeviceClass written for this mapping selects (--device-classes)",
+        },
+        "unconvertible": {
+            "type": "string",
+            "minLength": 1,
+            "description": "the name is kept as a device-plugin request and reported with this reason",
+        },
+        "keepsUnconverted": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "with unconvertible: these names are kept in the same container too",
+        },
     },
     "oneOf": [{"required": ["resource"]}, {"required": ["pattern"]}],
 }
@@ -64,58 +102,132 @@ CONFIG_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
-        "targetVersion": {"type": "string"},
-        "builtinMappings": {"type": "boolean"},
-        "mappings": {"type": "array", "items": _MAPPING_SCHEMA},
+        "targetVersion": {
+            "type": "string",
+            "default": DEFAULT_TARGET,
+            "description": "the Kubernetes release to write for (1.32: v1beta1, 1.33: v1beta2, 1.34 and later: v1); "
+            "--target-version wins; the webhook takes the cluster's own release when this is not set",
+        },
+        "builtinMappings": {
+            "type": "boolean",
+            "default": True,
+            "description": "use the built-in mapping table; false: only the mappings below",
+        },
+        "mappings": {
+            "type": "array",
+            "items": _MAPPING_SCHEMA,
+            "description": "device-plugin names and the DeviceClass requests they become, before the built-ins; "
+            "an entry with the same resource or pattern as a built-in replaces it",
+        },
         "nodeName": {
             "type": "object",
             "additionalProperties": False,
+            "description": "how spec.nodeName becomes node selection, so that the scheduler allocates claims",
             "properties": {
-                "mode": {"enum": ["nodeSelector", "nodeAffinity"]},
-                "scope": {"enum": ["claims", "all"]},
+                "mode": {
+                    "enum": ["nodeSelector", "nodeAffinity"],
+                    "default": "nodeSelector",
+                    "description": "nodeSelector on kubernetes.io/hostname, or a required node affinity on "
+                    "metadata.name (exact where the hostname label differs from the node name)",
+                },
+                "scope": {
+                    "enum": ["claims", "all"],
+                    "default": "claims",
+                    "description": "the pods whose nodeName is replaced: those that use claims, or all",
+                },
             },
         },
-        "strategy": {"enum": [s.value for s in Strategy]},
-        "resourceTolerations": {"type": "boolean"},
+        "strategy": {
+            "enum": [s.value for s in Strategy],
+            "default": Strategy.AUTO.value,
+            "description": "rewrite device-plugin requests into claims, leave them to DeviceClasses that map "
+            "the name (KEP-5004), or decide by the target's DRAExtendedResource default and the known classes; "
+            "--strategy wins",
+        },
+        "resourceTolerations": {
+            "type": "boolean",
+            "default": True,
+            "description": "converted pods keep the toleration the ExtendedResourceToleration admission plugin "
+            "gave them (the webhook never adds it: the plugin runs before it)",
+        },
         "clusterDeviceClasses": {
             "type": "array",
+            "description": "DeviceClasses the target cluster has that map extended resource names (KEP-5004)",
             "items": {
                 "type": "object",
                 "additionalProperties": False,
                 "required": ["name", "extendedResourceName"],
                 "properties": {
-                    "name": {"type": "string", "pattern": _DNS_SUBDOMAIN, "maxLength": 253},
-                    "extendedResourceName": {"type": "string", "minLength": 1},
-                    "selectors": {"type": "array", "items": {"type": "string", "minLength": 1}},
+                    "name": {
+                        "type": "string",
+                        "pattern": _DNS_SUBDOMAIN,
+                        "maxLength": 253,
+                        "description": "the DeviceClass's name",
+                    },
+                    "extendedResourceName": {
+                        "type": "string",
+                        "minLength": 1,
+                        "description": "its spec.extendedResourceName",
+                    },
+                    "selectors": {
+                        "type": "array",
+                        "items": {"type": "string", "minLength": 1},
+                        "description": "the class's CEL selectors, to judge what it can serve",
+                    },
                 },
             },
         },
         "sharedDevices": {
             "type": "array",
+            "description": "names the cluster shares (time-slicing, MPS); plan --write fills it in webhook-config.yaml",
             "items": {
                 "type": "object",
                 "additionalProperties": False,
                 "required": ["resource", "reason", "sharingNodes"],
                 "properties": {
-                    "resource": {"type": "string", "minLength": 1},
-                    "reason": {"type": "string", "minLength": 1},
-                    "sharingNodes": {"type": "array", "items": _NODE_LABELS},
-                    "otherNodes": {"type": "array", "items": _NODE_LABELS},
-                    "shareCapacity": {"type": "string", "pattern": _DNS_LABEL, "maxLength": 63},
-                    "wholeResource": {"type": "string", "minLength": 1},
+                    "resource": {"type": "string", "minLength": 1, "description": "the shared name"},
+                    "reason": {"type": "string", "minLength": 1, "description": "the shared-device error's text"},
+                    "sharingNodes": {
+                        "type": "array",
+                        "items": _NODE_LABELS,
+                        "description": "label sets of the nodes that share the devices",
+                    },
+                    "otherNodes": {
+                        "type": "array",
+                        "items": _NODE_LABELS,
+                        "description": "label sets of the nodes that serve the name as whole devices",
+                    },
+                    "shareCapacity": {
+                        "type": "string",
+                        "pattern": _DNS_LABEL,
+                        "maxLength": 63,
+                        "description": "the DRA driver hands out shares of this capacity: a pod that can land only "
+                        "on sharing nodes gets a claim for one",
+                    },
+                    "wholeResource": {
+                        "type": "string",
+                        "minLength": 1,
+                        "description": "for a renamed share (nvidia.com/gpu.shared): the name of the same devices "
+                        "unshared",
+                    },
                 },
             },
         },
         "workloads": {
             "type": "array",
+            "description": "more kinds with pod specs, beside the built-in ones",
             "items": {
                 "type": "object",
                 "additionalProperties": False,
                 "required": ["kind", "podSpecPaths"],
                 "properties": {
-                    "apiGroup": {"type": "string"},
-                    "kind": {"type": "string", "minLength": 1},
-                    "podSpecPaths": {"type": "array", "items": {"type": "string", "minLength": 1}},
+                    "apiGroup": {"type": "string", "description": "the kind's API group"},
+                    "kind": {"type": "string", "minLength": 1, "description": "the kind"},
+                    "podSpecPaths": {
+                        "type": "array",
+                        "items": {"type": "string", "minLength": 1},
+                        "description": "dotted paths to its pod specs; * matches every list item or map value",
+                    },
                 },
             },
         },

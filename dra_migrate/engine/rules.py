@@ -2,7 +2,7 @@
 
 Each rule has one severity and one meaning; `Finding` refuses an undeclared rule or a severity
 that differs from its declaration, so a rule id cannot drift or be reused for something else.
-The README's table of rules is generated from this one (`rules_table`) and checked by a test.
+The documentation's rule reference is generated from this one (`rules_table`, through tools/docsgen.py).
 """
 
 from __future__ import annotations
@@ -136,6 +136,6 @@ def check_rule(rule: str, severity: Severity) -> None:
 
 
 def rules_table() -> str:
-    """The Markdown table of every rule, for the README."""
+    """The Markdown table of every rule, for the documentation's rule reference."""
     rows = [f"| `{rule.id}` | {rule.severity} | {rule.meaning} |" for rule in RULES]
     return "\n".join(["| rule | severity | meaning |", "|---|---|---|", *rows]) + "\n"
