@@ -176,7 +176,8 @@ class Repository:
         """Build every kustomization root that renders from `changes` (resolved path -> text) before and
         after them, and those under the directory arguments once; report each, and return the roots
         that must not be written (translator.verify.RootCheck)."""
-        from dra_migrate.translator.verify import Verification, verify  # only runs over kustomizations need it
+        # only runs over kustomizations need it
+        from dra_migrate.translator.verify import NOT_BUILT, Verification, verify
 
         arguments = [self.run.names.resolved(Path(p)) for p in self.run.paths if p != "-" and Path(p).is_dir()]
         check = Verification(
@@ -192,10 +193,15 @@ class Repository:
         checks = verify(check, changes, extra)
         for result in checks:
             where = self._display(result.kustomization.path)
-            if result.failed and result.rule == "render-mismatch":
+            if result.failed and result.rule != NOT_BUILT:
                 result.problems.extend(self._unconverted_hint(result.kustomization, changes))
             for problem in result.problems:
-                self.run.reporter.add_about(where, Finding(Severity.ERROR, result.rule, "", problem))
+                refusal = (
+                    Finding(Severity.ERROR, "render-not-built", "", problem)
+                    if result.rule == NOT_BUILT
+                    else Finding(Severity.ERROR, "render-mismatch", "", problem)
+                )
+                self.run.reporter.add_about(where, refusal)
             if result.not_built is not None:
                 message = f"not verified: {result.not_built}"
                 self.run.reporter.add_about(where, Finding(Severity.WARNING, "render-not-verified", "", message))

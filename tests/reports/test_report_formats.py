@@ -22,6 +22,7 @@ from typing import Any
 import jsonschema
 import pytest
 import xmlschema
+from kubectl import require_standalone_kustomize
 from markdown_it import MarkdownIt
 
 from dra_migrate.engine.rules import BY_ID, RULES
@@ -47,6 +48,8 @@ def marked_findings(root: Path) -> Marked:
 
 
 MARKED = marked_findings(EXAMPLE)
+# --no-verify-render over the example's kustomization roots is said once, about the run (no file)
+UNVERIFIED = (None, None, "render-not-verified")
 
 
 def dra_migrate(*args: str, cwd: Path = EXAMPLE, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -116,8 +119,10 @@ def test_sarif_run_findings_are_notifications_without_a_location(tmp_path: Path)
     log = json.loads(report.read_text(encoding="utf-8"))
     validate_sarif(log)
     (run,) = log["runs"]
-    (notification,) = run["invocations"][0]["toolExecutionNotifications"]
-    assert notification["associatedRule"]["id"] == "target-not-released"
+    notifications = {n["associatedRule"]["id"]: n for n in run["invocations"][0]["toolExecutionNotifications"]}
+    # --no-verify-render is said too, for the kustomization roots the change renders into
+    assert set(notifications) <= {"target-not-released", "render-not-verified"}
+    notification = notifications["target-not-released"]
     assert notification["level"] == "warning"
     assert "1.99" in notification["message"]["text"]
     assert {r["ruleId"] for r in run["results"]} == {rule for _, _, rule in MARKED if rule == "api-version"}
@@ -164,11 +169,12 @@ def test_junit_validates_and_fails_the_document_with_the_error(tmp_path: Path) -
     suites = {suite.get("name"): suite for suite in root.iter("testsuite")}
     files = {path.relative_to(EXAMPLE).as_posix() for path in EXAMPLE.rglob("*.yaml")}
     # one suite per file, a file without findings included, and the templates file the run would add
-    assert set(suites) == {*files, TEMPLATES_FILE}
+    assert set(suites) == {*files, TEMPLATES_FILE, "(run)"}
+    assert "render-not-verified" in "".join(junit_texts(case) for case in suites["(run)"].iter("testcase"))
     text = "\n".join(junit_texts(case) for case in root.iter("testcase"))
     for file, line, rule in MARKED:
         assert f"{file}:{line}: {BY_ID[rule].severity} {rule}: " in text, (file, line, rule)
-    assert text.count(": info ") + text.count(": warning ") + text.count(": error ") == len(MARKED)
+    assert text.count(": info ") + text.count(": warning ") + text.count(": error ") == len(MARKED) + 1
     failing = [case for case in root.iter("testcase") if case.find("failure") is not None]
     errors = {(file, line) for file, line, rule in MARKED if str(BY_ID[rule].severity) == "error"}
     assert len(failing) == len(errors) == int(root.get("failures", "-1"))
@@ -208,9 +214,10 @@ def test_github_commands_annotate_each_finding_on_its_line() -> None:
     for name, properties, message in workflow_commands(diff_report("github")):
         rule = properties["title"]
         assert name == {"error": "error", "warning": "warning", "info": "notice"}[str(BY_ID[rule].severity)]
-        annotated.add((properties["file"], int(properties["line"]), rule))
+        line = int(properties["line"]) if "line" in properties else None
+        annotated.add((properties.get("file"), line, rule))
         assert message
-    assert annotated == MARKED
+    assert annotated == MARKED | {UNVERIFIED}
 
 
 ODD_POD = """apiVersion: v1
@@ -270,15 +277,18 @@ def markdown_tables(text: str) -> list[list[list[str]]]:
 def test_markdown_counts_then_lists_each_finding_on_its_line() -> None:
     text = diff_report("markdown")
     counts, problems, changes = markdown_tables(text)
-    assert counts == [["1", "1", str(sum(1 for _, _, rule in MARKED if str(BY_ID[rule].severity) == "info"))]]
+    assert counts == [["1", "2", str(sum(1 for _, _, rule in MARKED if str(BY_ID[rule].severity) == "info"))]]
     listed = set()
     for where, severity, rule, message in problems + changes:
+        if where == "(run)":
+            assert rule == UNVERIFIED[2]
+            continue
         file, line = where.rsplit(":", 1)
         assert severity == str(BY_ID[rule].severity)
         listed.add((file, int(line), rule))
         assert message
     assert listed == MARKED
-    assert [row[1] for row in problems] == ["error", "warning"]
+    assert [row[1] for row in problems] == ["error", "warning", "warning"]
 
 
 def test_markdown_cells_keep_a_hostile_message_to_its_cell(tmp_path: Path) -> None:
@@ -326,19 +336,12 @@ def test_report_names_the_format_whatever_the_extension(tmp_path: Path) -> None:
     report = tmp_path / "findings.xml"
     dra_migrate("diff", "--no-verify-render", "--report", "json", "--report-file", str(report), "apps/legacy")
     rows = json.loads(report.read_text(encoding="utf-8"))["findings"]
-    assert {(row["file"], row["line"], row["rule"]) for row in rows} == {m for m in MARKED if m[2] == "api-version"}
-
-
-def find_kustomize() -> str:
-    cache = Path(os.environ.get("DRA_MIGRATE_CACHE") or Path.home() / ".cache" / "dra-migrate")
-    found = shutil.which("kustomize") or next((str(p) for p in sorted(cache.glob("kustomize-v*/kustomize"))), None)
-    if found is None:
-        pytest.skip("no standalone kustomize: run tests/translator/build-kustomize.sh")
-    return found
+    found = {(row["file"], row["line"], row["rule"]) for row in rows}
+    assert found - {UNVERIFIED} == {m for m in MARKED if m[2] == "api-version"}
 
 
 def test_a_kustomization_root_finding_points_at_its_first_line() -> None:
-    environment = {**os.environ, "DRA_MIGRATE_KUSTOMIZE": find_kustomize()}
+    environment = {**os.environ, "DRA_MIGRATE_KUSTOMIZE": require_standalone_kustomize()}
     done = subprocess.run(
         [sys.executable, "-m", "dra_migrate", "diff", "--report", "sarif", "."],
         cwd=EXAMPLE,
