@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: setup demo test lint docs e2e-bins helm-bin e2e bench releases yaml12 clean
+.PHONY: setup demo test lint docs e2e-bins helm-bin promtool-bin e2e bench releases yaml12 clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +51,11 @@ e2e-bins:
 ## helm for the chart tests, built from Go modules into ~/.cache/dra-migrate/helm-<version>/ (reused).
 helm-bin:
 	bash tests/deploy/build-helm.sh
+
+## promtool for the monitoring tests (rules, their unit tests, a scrape), built from the Prometheus Go
+## module into ~/.cache/dra-migrate/promtool-<version>/ (reused).
+promtool-bin:
+	bash tests/deploy/build-promtool.sh
 
 e2e: $(STAMP) e2e-bins helm-bin
 	$(BIN)/pytest -q tests/e2e
