@@ -104,6 +104,8 @@ CONNECTIONS_CLOSED = Counter(
 )
 CLIENT_OVER_SHARE = "client_over_share"
 RECLAIMED_WAITING = "reclaimed_waiting"
+for _reason in (CLIENT_OVER_SHARE, RECLAIMED_WAITING):  # 0 from the start, so the first closure shows in rate()
+    CONNECTIONS_CLOSED.labels(_reason)
 
 INVALID_OUTCOME = "invalid"
 SHED_OUTCOME = "shed_overloaded"
