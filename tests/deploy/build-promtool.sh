@@ -2,9 +2,11 @@
 # Build (or locate) the promtool binary the monitoring tests run, from the Go module proxy.
 #
 # promtool is a command of the Prometheus Go module, which has no replace directives, so
-# `go install` builds it. The module's versions are v0.<3 minor * 100 + ...>: Prometheus 3.16.0
-# is github.com/prometheus/prometheus v0.316.0. The binary goes to a per-version cache outside
-# the checkout:
+# `go install` builds it. The module's versions are v0.3MM.P for Prometheus 3.MM.P: Prometheus
+# 3.16.0 is github.com/prometheus/prometheus v0.316.0. It is built with Prometheus' own build tag
+# remove_all_sd (its README, "Service discovery plugins"): without the cloud service discoveries,
+# which rule and metric checks never use, the build compiles a fraction of the code. The binary
+# goes to a per-version cache outside the checkout:
 #   ${DRA_MIGRATE_CACHE:-$HOME/.cache/dra-migrate}/promtool-<version>/promtool
 # A promtool the user names with $PROMTOOL is used instead of building one.
 #
@@ -25,7 +27,7 @@ log() { printf '[build-promtool] %s\n' "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
 case "${1:-}" in
-  -h|--help) sed -n '2,13p' "${BASH_SOURCE[0]}"; exit 0 ;;
+  -h|--help) sed -n '2,15p' "${BASH_SOURCE[0]}"; exit 0 ;;
   "") ;;
   *) die "unknown argument: $1" ;;
 esac
@@ -50,7 +52,7 @@ command -v go >/dev/null || die "go is not installed (needed to build $MODULE/cm
 log "building $MODULE/cmd/promtool@$PROMTOOL_VERSION (Prometheus $release) into $BIN_DIR"
 mkdir -p "$BIN_DIR"
 start=$SECONDS
-(cd /tmp && GOBIN="$BIN_DIR.partial" go install -p "$JOBS" -trimpath \
+(cd /tmp && GOBIN="$BIN_DIR.partial" go install -p "$JOBS" -trimpath -tags remove_all_sd \
   -ldflags "-s -w -X github.com/prometheus/common/version.Version=$release" \
   "$MODULE/cmd/promtool@$PROMTOOL_VERSION")
 mv "$BIN_DIR.partial/promtool" "$BIN_DIR/promtool"

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 import yaml
-from deploy_support import DEPLOY_DIR, REPO_ROOT, Helm, Obj, _find, missing_tool, objects, of_kind, one
+from deploy_support import CHART_DIR, DEPLOY_DIR, REPO_ROOT, Helm, Obj, _find, missing_tool, objects, of_kind, one
 from monitoring import (
     DASHBOARD,
     PROMETHEUS_RULE,
@@ -166,9 +166,7 @@ def _scrapes_the_webhook(objs: list[Obj]) -> dict[str, Any]:
     return dict(endpoint)
 
 
-def test_chart_and_component_render_the_same_rules_and_dashboard(
-    helm: Helm, kustomize: str, tmp_path: Path
-) -> None:
+def test_chart_and_component_render_the_same_rules_and_dashboard(helm: Helm, kustomize: str, tmp_path: Path) -> None:
     charted = helm.template(values=ALL_ON)
     kustomized = _kustomize_with_component(kustomize, tmp_path)
     source = yaml.safe_load(PROMETHEUS_RULE.read_text())
@@ -222,7 +220,23 @@ def test_a_bad_monitoring_value_is_refused_by_name(helm: Helm, values: dict[str,
     assert result.returncode != 0 and named in result.stderr, result.stderr
 
 
-def test_the_chart_reads_the_monitoring_files_of_deploy_monitoring() -> None:
-    """One copy: the chart's files/monitoring is a link to deploy/monitoring, not a second copy."""
-    link = DEPLOY_DIR / "helm" / "dra-migrate" / "files" / "monitoring"
+def test_the_chart_reads_the_monitoring_files_of_deploy_monitoring(helm: Helm, tmp_path: Path) -> None:
+    """One copy: the chart's files/monitoring is a link to deploy/monitoring, not a second copy, and
+    `helm package` puts the files themselves in the archive, so the packaged chart renders them."""
+    link = CHART_DIR / "files" / "monitoring"
     assert link.is_symlink() and link.resolve() == (REPO_ROOT / "deploy" / "monitoring").resolve()
+    packaged = helm.run("package", str(CHART_DIR), "--destination", str(tmp_path))
+    assert packaged.returncode == 0, packaged.stderr
+    (archive,) = tmp_path.glob("dra-migrate-*.tgz")
+    rendered = helm.run(
+        "template",
+        "dra-migrate",
+        str(archive),
+        "--namespace",
+        "dra-migrate",
+        "--set",
+        "metrics.prometheusRule.enabled=true",
+    )
+    assert rendered.returncode == 0, rendered.stderr
+    rule = one(objects(rendered.stdout, "helm template of the packaged chart"), "PrometheusRule")
+    assert rule["spec"] == yaml.safe_load(PROMETHEUS_RULE.read_text())["spec"]
