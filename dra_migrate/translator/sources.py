@@ -129,8 +129,11 @@ def _walk(root: Path, patterns: Patterns, selected: bool) -> Iterator[tuple[Path
     """(path, path below root) of the files the patterns select (or, with selected=False, of the
     others: excluded and dot ones included). Sorted, lazy, one directory listing at a time: memory does
     not grow with the tree."""
-    walked = {root.resolve()}
-    # Symbolic links to directories are followed, as kustomize follows them; each real directory once.
+    real_root = root.resolve()
+    walked = {real_root}
+    # Symbolic links to directories are followed, as kustomize follows them; each real directory once. A
+    # link to a directory the walk reaches anyway is not followed: its files are named by the path git
+    # tracks them under (a diff through the link is one `git apply` refuses).
     for directory, subdirectories, files in os.walk(root, followlinks=True):
         base = Path(directory)
         relative_base = base.relative_to(root)
@@ -141,6 +144,7 @@ def _walk(root: Path, patterns: Patterns, selected: bool) -> Iterator[tuple[Path
                 (not selected and d != ".git")
                 or (not d.startswith(".") and not patterns.skips_directory((relative_base / d).as_posix()))
             )
+            and not _reached_anyway(base / d, real_root, patterns, selected)
             and _first_visit(base / d, walked)
         ]
         selecting = not relative_base.parts or _selected_directory(relative_base, patterns)
@@ -149,6 +153,17 @@ def _walk(root: Path, patterns: Patterns, selected: bool) -> Iterator[tuple[Path
             reads = selecting and not name.startswith(".") and patterns.reads_file(relative.as_posix())
             if reads == selected:
                 yield base / name, relative
+
+
+def _reached_anyway(directory: Path, real_root: Path, patterns: Patterns, selected: bool) -> bool:
+    """Whether `directory` is a link to a directory the walk visits under its own name."""
+    if not directory.is_symlink():
+        return False
+    real = directory.resolve()
+    if real == real_root or not real.is_relative_to(real_root):
+        return False
+    relative = real.relative_to(real_root)
+    return ".git" not in relative.parts and (not selected or _selected_directory(relative, patterns))
 
 
 def _selected_directory(relative: Path, patterns: Patterns) -> bool:
