@@ -103,6 +103,7 @@ CONFIG_SCHEMA: dict[str, Any] = {
                     "otherNodes": {"type": "array", "items": _NODE_LABELS},
                     "shareCapacity": {"type": "string", "pattern": _DNS_LABEL, "maxLength": 63},
                     "wholeResource": {"type": "string", "minLength": 1},
+                    "convertsAs": {"type": "string", "minLength": 1},
                 },
             },
         },
@@ -280,6 +281,7 @@ def parse_config(
             raw.get("otherNodes", ()),
             raw.get("shareCapacity"),
             raw.get("wholeResource"),
+            raw.get("convertsAs"),
         )
         for raw in data.get("sharedDevices", ())
     }
@@ -338,6 +340,9 @@ class SharedDevices(NamedTuple):
     others: Sequence[Mapping[str, str]] = ()
     share_capacity: str | None = None
     whole_name: str | None = None  # the name of the devices unshared, for a renamed share (nvidia.com/gpu.shared)
+    # a name whose conversion the request gets where the nodes advertise something else under it: the MIG
+    # profile (`nvidia.com/mig-1g.10gb`) a MIG-single node advertises as `nvidia.com/gpu`
+    converts_as: str | None = None
 
 
 def _label_sets(nodes: Sequence[Mapping[str, str]]) -> tuple[frozenset[tuple[str, str]], ...]:
@@ -359,6 +364,9 @@ def with_shared_devices(config: Config, shares: Mapping[str, SharedDevices]) -> 
         share = None
         if isinstance(device, DeviceRequestSpec) and shared.share_capacity:
             share = device._replace(resource=name, capacity=((shared.share_capacity, "1"),))
+        instead = config.mappings.resolve(shared.converts_as) if shared.converts_as else None
+        if isinstance(instead, DeviceRequestSpec):
+            share = instead._replace(resource=name)
         where = SharedOn(_label_sets(shared.nodes), otherwise, _label_sets(shared.others), share)
         overrides.append(DeviceMapping(resource=name, unconvertible=shared.reason, shared=where))
     return _with_overrides(config, overrides)

@@ -3,31 +3,27 @@ through the engine with the cluster's knowledge, quotas, and the ordered cutover
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
-from collections.abc import Iterable
-from typing import Any, NamedTuple
+from collections.abc import Iterable, Mapping
+from typing import Any
 
-from dra_migrate.cluster.state import ClusterState, allocatable_of, labels_of, name_of, namespace_of
+from dra_migrate.cluster.amdplugin import amd_plugins, partition_names
+from dra_migrate.cluster.knowledge import served_config, shared_names
+from dra_migrate.cluster.nodes import ClusterNodes, cluster_nodes
+from dra_migrate.cluster.nvidiadra import SHARES_CAPACITY, driver_values_file, settings_text, shares_for
+from dra_migrate.cluster.state import ClusterState, labels_of, name_of, namespace_of
 from dra_migrate.engine import (
     Config,
     DeviceRequestSpec,
     Severity,
     SharedDevices,
-    Target,
-    Unconvertible,
     convert,
     is_extended_resource,
     resource_entries,
     serving_classes,
-    with_served_classes,
     with_shared_devices,
 )
-from dra_migrate.planning.amdplugin import amd_plugins, partition_names
-from dra_migrate.planning.deviceplugin import PluginSource, Sharing, node_sharing, plugin_sources
-from dra_migrate.planning.intelplugin import IntelShare, intel_node_sharing, intel_shares
 from dra_migrate.planning.model import ClassMapping, Plan, Pool, Quota, SharedResource, Step, Workload
-from dra_migrate.planning.nvidiadra import SHARES_CAPACITY, driver_values_file, settings_text, shares_for
 
 # Labels that name a node's pool on the common platforms, in this order; `--pool-label` overrides.
 POOL_LABELS = (
@@ -39,76 +35,6 @@ POOL_LABELS = (
 )
 NO_POOL = "(no pool label)"
 _CONTROLLERS = ("Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob")
-_DRIVER = re.compile(r"""device\.driver\s*==\s*["']([^"']+)["']""")
-
-
-class DevicePlugins(NamedTuple):
-    """The sharing device plugins of a cluster, read once per run (ConfigMaps parsed, flags read)."""
-
-    nvidia: list[PluginSource]
-    intel: list[IntelShare]
-
-    def shares_on(self, node: dict[str, Any]) -> tuple[Sharing, ...]:
-        """What a node advertises as shares: NVIDIA's time-slicing or MPS, Intel's shared-dev-num."""
-        return node_sharing(self.nvidia, node) + intel_node_sharing(self.intel, node)
-
-
-def device_plugins(state: ClusterState) -> DevicePlugins:
-    return DevicePlugins(plugin_sources(state), intel_shares(state))
-
-
-def shared_names(
-    state: ClusterState, plugins: DevicePlugins, target: Target, consumable_shares: bool = False
-) -> dict[str, SharedDevices]:
-    """Device-plugin names the cluster's nodes advertise as shares: why an exclusive claim cannot mean them,
-    the labels of the nodes that share them and of those that serve them whole (a pod whose nodeSelector
-    rules all sharing nodes out converts as usual), and, where the DRA driver will hand out shares
-    (`consumable_shares`), the capacity a pod that can land only on sharing nodes claims one share of."""
-    found: dict[str, list[tuple[dict[str, Any], Sharing]]] = defaultdict(list)
-    for node in state.of("Node"):
-        for share in plugins.shares_on(node):
-            found[share.advertised].append((node, share))
-    with_slices = {str((s.get("spec") or {}).get("nodeName")) for s in state.of("ResourceSlice")}
-    shares = {}
-    for name, where in sorted(found.items()):
-        nodes = sorted(name_of(n) for n, _ in where)
-        share = where[0][1]
-        sharing = set(nodes)
-        others = [
-            labels_of(n)
-            for n in state.of("Node")
-            if name_of(n) not in sharing
-            and (_quantity(allocatable_of(n).get(share.resource, 0)) > 0 or name_of(n) in with_slices)
-        ]
-        capacity, why_not = shares_for(share.resource, share.strategy, target, consumable_shares)
-        reason = (
-            f"the device plugin shares it ({share.strategy}, {share.replicas} per device) on {', '.join(nodes[:3])}"
-            f"{' and others' if len(nodes) > 3 else ''}: a request there is a share of a device, a claim gets whole "
-            f"devices (up to {share.replicas} times as many); "
-        )
-        if capacity:
-            reason += (
-                "a pod that can land only there gets a claim for one share, but this one can also land on nodes "
-                "that serve whole devices: select one kind (nodeSelector)"
-            )
-        else:
-            reason += f"keep it on the device plugin, or select nodes that do not share it (nodeSelector); {why_not}"
-        whole = share.resource if share.resource != name else None
-        shares[name] = SharedDevices(reason, [labels_of(n) for n, _ in where], others, capacity, whole)
-    return shares
-
-
-def served_config(state: ClusterState, config: Config) -> Config:
-    """`config` knowing the DeviceClasses the cluster serves names with (KEP-5004)."""
-    served = serving_classes(state.of("DeviceClass"))
-    return with_served_classes(config, {name: classes[0] for name, classes in served.items()})
-
-
-def cluster_config(state: ClusterState, config: Config, consumable_shares: bool = False) -> Config:
-    """`config` as the cluster decides it: the DeviceClasses it serves names with, and the names it
-    shares (never turned into exclusive claims for a pod that can land where they are shared)."""
-    shares = shared_names(state, device_plugins(state), config.target, consumable_shares)
-    return with_shared_devices(served_config(state, config), shares)
 
 
 def _node_selector(obj: dict[str, Any], config: Config) -> dict[str, str]:
@@ -119,9 +45,8 @@ def _node_selector(obj: dict[str, Any], config: Config) -> dict[str, str]:
     return {}
 
 
-def _pool_label(node: dict[str, Any], pool_label: str | None) -> dict[str, str]:
+def _pool_label(labels: Mapping[str, str], pool_label: str | None) -> dict[str, str]:
     """The node label that names the node's pool, as {key: pool}; {} when none does."""
-    labels = labels_of(node)
     for key in (pool_label,) if pool_label else POOL_LABELS:
         if key and labels.get(key):
             return {key: labels[key]}
@@ -129,68 +54,33 @@ def _pool_label(node: dict[str, Any], pool_label: str | None) -> dict[str, str]:
 
 
 def _quantity(value: Any) -> int:
-    try:
-        return int(str(value))
-    except ValueError:
-        return 0
+    from dra_migrate.cluster.nodes import quantity
 
-
-def _driver_of(device_class: str, state: ClusterState) -> str:
-    for obj in state.of("DeviceClass"):
-        if name_of(obj) == device_class:
-            for selector in (obj.get("spec") or {}).get("selectors") or []:
-                expression = ((selector or {}).get("cel") or {}).get("expression") or ""
-                match = _DRIVER.search(str(expression))
-                if match:
-                    return match.group(1)
-    return device_class
-
-
-def _device_names(allocatable: dict[str, Any], config: Config) -> dict[str, int]:
-    out = {}
-    for name, value in allocatable.items():
-        mapping = config.mappings.resolve(str(name)) if is_extended_resource(str(name)) else None
-        device = isinstance(mapping, DeviceRequestSpec) or (isinstance(mapping, Unconvertible) and mapping.shared)
-        if device and _quantity(value) > 0:
-            out[str(name)] = _quantity(value)
-    return out
+    return quantity(value)
 
 
 def _pools(
-    state: ClusterState,
-    plugins: DevicePlugins,
-    config: Config,
-    base: Config,
-    pool_label: str | None,
-    consumable_shares: bool,
+    nodes: ClusterNodes, config: Config, pool_label: str | None, consumable_shares: bool
 ) -> tuple[list[Pool], list[str]]:
-    slices: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for slice_ in state.of("ResourceSlice"):
-        spec = slice_.get("spec") or {}
-        if spec.get("nodeName"):
-            slices[str(spec["nodeName"])][str(spec.get("driver"))] += len(spec.get("devices") or [])
+    """Pools of node models: what each pool's nodes advertise, their DRA devices and shares."""
     by_pool: dict[str, Pool] = {}
     errors: list[str] = []
-    for node in sorted(state.of("Node"), key=name_of):
-        name = name_of(node)
-        label = _pool_label(node, pool_label)
+    for node in nodes.nodes:
+        label = _pool_label(node.labels, pool_label)
         pool_name = next(iter(label.values()), NO_POOL)
         pool = by_pool.setdefault(pool_name, Pool(pool_name, [], "none", label=label))
-        pool.nodes.append(name)
-        # with the cluster's knowledge: a renamed share (`nvidia.com/gpu.shared`) is capacity too
-        plugin = _device_names(allocatable_of(node), config)
-        shares = {s.advertised: s for s in plugins.shares_on(node)}
-        for resource, count in plugin.items():
+        pool.nodes.append(node.name)
+        for resource, count in node.advertises.items():
             pool.device_plugin[resource] = pool.device_plugin.get(resource, 0) + count
-            physical = count // shares[resource].replicas if resource in shares else count
-            pool.gpus["device-plugin"] = pool.gpus.get("device-plugin", 0) + physical
-        for driver, count in slices.get(name, {}).items():
+        for driver, count in node.slices.items():
             pool.dra[driver] = pool.dra.get(driver, 0) + count
-            pool.gpus["dra"] = pool.gpus.get("dra", 0) + count
-        for share in shares.values():
-            known = next(
-                (s for s in pool.sharing if (s.advertised, s.strategy) == (share.advertised, share.strategy)), None
-            )
+        for stack, count in node.physical.items():
+            pool.gpus[stack] = pool.gpus.get(stack, 0) + count
+        if node.single_mig_profile():
+            pool.mig_single[node.name] = node.single_mig_profile() or ""
+        for share in node.sharing:
+            key = (share.advertised, share.strategy, share.replicas)
+            known = next((s for s in pool.sharing if (s.advertised, s.strategy, s.replicas) == key), None)
             if known is None:
                 capacity, why_not = shares_for(share.resource, share.strategy, config.target, consumable_shares)
                 dra = (
@@ -199,17 +89,12 @@ def _pools(
                     else why_not
                 )
                 pool.sharing.append(
-                    SharedResource(share.advertised, share.strategy, share.replicas, [name], capacity, dra)
+                    SharedResource(share.advertised, share.strategy, share.replicas, [node.name], capacity, dra)
                 )
             else:
-                known.nodes.append(name)
-        plugin_drivers = {
-            _driver_of(spec.device_class_name, state)
-            for resource in plugin
-            if isinstance(spec := base.mappings.resolve(resource), DeviceRequestSpec)
-        }
-        if plugin_drivers & set(slices.get(name, {})):
-            pool.both.append(name)
+                known.nodes.append(node.name)
+        if node.over_admitted:
+            pool.both.append(node.name)
     for pool in by_pool.values():
         has_plugin, has_dra = bool(pool.device_plugin), bool(pool.dra)
         pool.stack = "both" if pool.both else "device-plugin" if has_plugin else "dra" if has_dra else "none"
@@ -468,17 +353,17 @@ def build_plan(
     """The plan, and the names the cluster shares (for `--write`'s webhook configuration). `base`: the
     configuration for the target release, before the cluster's knowledge is added; `consumable_shares`:
     the DRA driver will hand out the shares of the device plugin's time-sliced pools."""
-    plugins = device_plugins(state)
-    shared = shared_names(state, plugins, base.target, consumable_shares)
+    nodes = cluster_nodes(state, base.mappings.resolve)
+    shared = shared_names(nodes, base.target, consumable_shares)
     with_classes = served_config(state, base)
     config = with_shared_devices(with_classes, shared)
-    pools, errors = _pools(state, plugins, config, base, pool_label, consumable_shares)
+    pools, errors = _pools(nodes, config, pool_label, consumable_shares)
     node_pools = {node: pool.name for pool in pools for node in pool.nodes}
     workloads = _workloads(state, config, node_pools)
     classes, conflicts = _class_mappings(state)
     served = {c.extended_resource_name for c in classes}
     unmapped = sorted({n for w in workloads for n in w.requests if w.path == "claims" and n not in served})
-    warnings = [problem for source in plugins.nvidia for problem in source.problems]
+    warnings = list(nodes.warnings)
     warnings += _amd_partition_warnings(state, config)
     warnings += [f"{n} is served by {', '.join(c)}: the scheduler picks {c[0]}" for n, c in sorted(conflicts.items())]
     kueue = _kueue(state, base)

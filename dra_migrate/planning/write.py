@@ -8,10 +8,10 @@ from typing import Any
 
 import yaml
 
+from dra_migrate.cluster.nvidiadra import driver_values, driver_values_file
 from dra_migrate.engine import Config, DeviceRequestSpec, SharedDevices, build_device_class, convert
 from dra_migrate.planning.build import moves_with_shares
 from dra_migrate.planning.model import Plan
-from dra_migrate.planning.nvidiadra import driver_values, driver_values_file
 
 DEVICE_CLASSES = "deviceclasses.yaml"
 QUOTAS = "quotas.yaml"

@@ -81,7 +81,7 @@ class Run:
         target = args.target_version or (cluster.minor_release if cluster is not None else None)
         config = load_config(args.config, target)
         if cluster is not None:  # its DeviceClasses decide KEP-5004; the names it shares are never claimed
-            from dra_migrate.planning.build import cluster_config
+            from dra_migrate.cluster.knowledge import cluster_config
 
             config = cluster_config(cluster, config, args.consumable_shares)
         if args.strategy:
