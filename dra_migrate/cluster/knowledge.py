@@ -128,3 +128,22 @@ def cluster_config(state: ClusterState, config: Config, consumable_shares: bool 
     nodes = cluster_nodes(state, config.mappings.resolve)
     shares = shared_names(nodes, config.target, consumable_shares)
     return with_shared_devices(served_config(state, config), shares)
+
+
+def knowledge_gaps(state: ClusterState, nodes: ClusterNodes) -> list[str]:
+    """What the cluster read cannot tell a conversion: a device plugin that shares devices, with no Node
+    to say where (every request then converts as whole devices)."""
+    if nodes.nodes:
+        return []
+    sharing = sorted(
+        f"{share.advertised} ({share.strategy}, {share.replicas} per device; {source.where}, config {key})"
+        for source in nodes.plugins
+        for key, config in source.configs.items()
+        for share in config.sharing
+    )
+    if not sharing:
+        return []
+    return [
+        f"the device plugin's config shares {', '.join(sharing)}, but the cluster read has no Node: which nodes "
+        "share is unknown, so their requests convert as whole devices; read the cluster with its Nodes"
+    ]

@@ -11,6 +11,7 @@ from dra_migrate.cluster.amdplugin import amd_plugins, partition_names
 from dra_migrate.cluster.knowledge import served_config, shared_names
 from dra_migrate.cluster.nodes import ClusterNodes, cluster_nodes
 from dra_migrate.cluster.nvidiadra import SHARES_CAPACITY, driver_values_file, settings_text, shares_for
+from dra_migrate.cluster.nvidiaplugin import CONFIG_LABEL
 from dra_migrate.cluster.state import ClusterState, labels_of, name_of, namespace_of
 from dra_migrate.engine import (
     Config,
@@ -23,6 +24,7 @@ from dra_migrate.engine import (
     serving_classes,
     with_shared_devices,
 )
+from dra_migrate.engine.strategy import EXTENDED_RESOURCE_GATE
 from dra_migrate.planning.model import ClassMapping, Plan, Pool, Quota, SharedResource, Step, Workload
 
 # Labels that name a node's pool on the common platforms, in this order; `--pool-label` overrides.
@@ -96,6 +98,7 @@ def _pools(
         if node.over_admitted:
             pool.both.append(node.name)
     for pool in by_pool.values():
+        pool.share_selector = _share_selector(pool, nodes)
         has_plugin, has_dra = bool(pool.device_plugin), bool(pool.dra)
         pool.stack = "both" if pool.both else "device-plugin" if has_plugin else "dra" if has_dra else "none"
         if has_plugin and has_dra and not pool.both:
@@ -106,6 +109,26 @@ def _pools(
                 "DRA driver: pods are over-admitted there; stop one of the two on those nodes"
             )
     return sorted(by_pool.values(), key=lambda p: p.name), errors
+
+
+def _share_selector(pool: Pool, nodes: ClusterNodes) -> dict[str, str]:
+    """Labels that all of the pool's sharing nodes carry and no other node of the cluster does together:
+    the pool's label with the device plugin's per-node config label, else with any other label they share."""
+    sharing = {name for share in pool.sharing for name in share.nodes}
+    if not sharing:
+        return {}
+    models = [n for n in nodes.nodes if n.name in sharing]
+    common = set(models[0].labels.items())
+    for model in models[1:]:
+        common &= set(model.labels.items())
+    first = [*pool.label.items(), *((k, v) for k, v in sorted(common) if k == CONFIG_LABEL)]
+    for extra in [(), *((item,) for item in sorted(common) if item not in first)]:
+        selector = dict([*first, *extra])
+        if selector and all(
+            n.name in sharing for n in nodes.nodes if all(n.labels.get(k) == v for k, v in selector.items())
+        ):
+            return selector
+    return {}
 
 
 def _requests(obj: dict[str, Any], config: Config) -> dict[str, int]:
@@ -265,7 +288,7 @@ def moves_with_shares(pool: Pool) -> bool:
     return all(s.dra_capacity for s in pool.sharing) and len({s.replicas for s in pool.sharing}) == 1
 
 
-def _steps(pools: list[Pool], workloads: list[Workload], has_kueue: bool) -> list[Step]:
+def _steps(pools: list[Pool], workloads: list[Workload], has_kueue: bool, classes: bool) -> list[Step]:
     kueue_step = " and Kueue's deviceClassMappings, then restart Kueue (it reads them at start-up)" if has_kueue else ""
     steps = []
     for pool in pools:
@@ -315,10 +338,16 @@ def _steps(pools: list[Pool], workloads: list[Workload], has_kueue: bool) -> lis
                 "node allocatable lists no mapped device name",
             ),
             Step(pool.name, install, installed),
-            Step(
-                pool.name,
-                "apply the DeviceClasses (plan --write: deviceclasses.yaml)",
-                "`kubectl get deviceclasses` shows them, each extendedResourceName once",
+            *(
+                [
+                    Step(
+                        pool.name,
+                        "apply the DeviceClasses (plan --write: deviceclasses.yaml)",
+                        "`kubectl get deviceclasses` shows them, each extendedResourceName once",
+                    )
+                ]
+                if classes
+                else []
             ),
             Step(
                 pool.name,
@@ -364,6 +393,13 @@ def build_plan(
     served = {c.extended_resource_name for c in classes}
     unmapped = sorted({n for w in workloads for n in w.requests if w.path == "claims" and n not in served})
     warnings = list(nodes.warnings)
+    classes_served = config.target.feature_enabled(EXTENDED_RESOURCE_GATE)
+    if not classes_served and any(pool.device_plugin for pool in pools):
+        warnings.append(
+            f"no DeviceClass with extendedResourceName is written for {config.target}: its API drops the field "
+            f"unless the alpha gate {EXTENDED_RESOURCE_GATE} is on (kube-apiserver and kube-scheduler), and a "
+            "class without it maps no name; converted pods use the driver's own classes"
+        )
     warnings += _amd_partition_warnings(state, config)
     warnings += [f"{n} is served by {', '.join(c)}: the scheduler picks {c[0]}" for n, c in sorted(conflicts.items())]
     kueue = _kueue(state, base)
@@ -388,7 +424,7 @@ def build_plan(
         quotas=_quotas(state, with_classes),  # quotas charge every pod, shared or not
         kueue=kueue,
         webhooks=webhooks,
-        steps=_steps(pools, workloads, kueue is not None),
+        steps=_steps(pools, workloads, kueue is not None, classes_served),
         errors=errors,
         warnings=warnings,
     )

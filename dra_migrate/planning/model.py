@@ -31,6 +31,8 @@ class Pool:
     sharing: list[SharedResource] = field(default_factory=list)
     gpus: dict[str, int] = field(default_factory=dict)  # physical devices by stack, for the chart
     label: dict[str, str] = field(default_factory=dict)  # the node label that names the pool
+    # labels that select exactly the pool's sharing nodes (the DRA driver's nodeSelector); {} when none do
+    share_selector: dict[str, str] = field(default_factory=dict)
     mig_single: dict[str, str] = field(default_factory=dict)  # node -> the MIG profile its nvidia.com/gpu are
 
 
