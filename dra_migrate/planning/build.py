@@ -214,7 +214,7 @@ def _workloads(state: ClusterState, config: Config, node_pools: dict[str, str]) 
     return sorted(out, key=lambda w: (w.namespace, w.kind, w.name))
 
 
-def _quotas(state: ClusterState, config: Config) -> list[Quota]:
+def _quotas(state: ClusterState, config: Config, shared: dict[str, SharedDevices]) -> list[Quota]:
     out = []
     for kind in ("ResourceQuota", "ClusterQueue", "LimitRange"):
         for obj in state.of(kind):
@@ -222,9 +222,40 @@ def _quotas(state: ClusterState, config: Config) -> list[Quota]:
             problems = [f.message for f in result.findings if f.rule != "migration-path"]
             converted = result.object if result.changed and kind == "ResourceQuota" else None
             keys = sorted(_device_keys(obj, config))
+            if kind == "ResourceQuota":
+                problems += _share_quota_notes(keys, state, config, shared)
             if keys or problems:
                 out.append(Quota(kind, namespace_of(obj), name_of(obj), keys, problems, converted))
     return out
+
+
+def _share_quota_notes(
+    keys: list[str], state: ClusterState, config: Config, shared: dict[str, SharedDevices]
+) -> list[str]:
+    """What limits shares once they are claims: the claim quota evaluator charges a claim one device of its
+    class per share, and, where DRAExtendedResource is on, one `requests.<name>` of the name its class's
+    extendedResourceName maps (kubernetes pkg/quota/v1/evaluator/core/resource_claims.go,
+    setResourceQuantity, 1.35+)."""
+    notes = []
+    mapped = {c.name: name for name, classes in serving_classes(state.of("DeviceClass")).items() for c in classes}
+    for key in keys:
+        name = key.removeprefix("requests.").removeprefix("limits.")
+        share = shared.get(name)
+        spec = config.mappings.resolve(share.whole_name or name) if share and share.share_capacity else None
+        if not isinstance(spec, DeviceRequestSpec):
+            continue
+        device_class = spec.device_class_name
+        charged = config.target.release.quota_charges_extended_resource and mapped.get(device_class) == name
+        notes.append(
+            f"{key}: each share claim counts 1 of {device_class}.deviceclass.resource.k8s.io/devices"
+            + (
+                f" and 1 of {key} (DeviceClass {device_class} maps {name}, and {config.target}'s claim quota "
+                "charges a class's extendedResourceName): the quota keeps limiting shares one for one"
+                if charged
+                else f"; {key} no longer limits them (no DeviceClass {device_class} maps {name} on {config.target})"
+            )
+        )
+    return notes
 
 
 def _device_keys(obj: dict[str, Any], config: Config) -> Iterable[str]:
@@ -245,12 +276,16 @@ def _class_mappings(state: ClusterState) -> tuple[list[ClassMapping], dict[str, 
     return mappings, conflicts
 
 
-def _kueue(state: ClusterState, config: Config) -> dict[str, Any] | None:
+def _kueue(state: ClusterState, config: Config) -> tuple[dict[str, Any] | None, list[str]]:
     """Kueue's deviceClassMappings: each mapped name a ClusterQueue covers, to the DeviceClass its claims
-    use, so that the queue keeps charging converted pods (it reads them at start-up only)."""
+    use, so that the queue keeps charging converted pods (it reads them at start-up only); and why a name
+    gets none. Kueue accepts one resource per DeviceClass (pkg/config/validation.go,
+    validateDeviceClassMappings, kubernetes-sigs/kueue v0.20) and counts a class that has
+    extendedResourceName on its own (path separation, site/.../concepts/dynamic_resource_allocation.md):
+    such a class is never mapped."""
     queues = state.of("ClusterQueue")
     if not (queues or any(v.startswith("kueue.x-k8s.io/") for v in state.api_versions)):
-        return None
+        return None, []
     covered = sorted(
         {
             str(name)
@@ -259,12 +294,27 @@ def _kueue(state: ClusterState, config: Config) -> dict[str, Any] | None:
             for name in (group or {}).get("coveredResources") or []
         }
     )
-    mappings = []
+    extended = {c.name for classes in serving_classes(state.of("DeviceClass")).values() for c in classes}
+    by_class: dict[str, list[str]] = defaultdict(list)
     for name in covered:
         spec = config.mappings.resolve(name)
         if isinstance(spec, DeviceRequestSpec):
-            mappings.append({"name": name, "deviceClassNames": [spec.device_class_name]})
-    return {"resources": {"deviceClassMappings": mappings}}
+            by_class[spec.device_class_name].append(name)
+    mappings, warnings = [], []
+    for device_class, names in sorted(by_class.items()):
+        if device_class in extended:
+            warnings.append(
+                f"Kueue: DeviceClass {device_class} has extendedResourceName, so Kueue counts its pods by that "
+                f"name; it is not mapped for {', '.join(names)} (Kueue's path separation)"
+            )
+        elif len(names) > 1:
+            warnings.append(
+                f"Kueue: {', '.join(names)} all become claims of DeviceClass {device_class}, and Kueue maps a class "
+                f"to one resource: cover one name for it (a ClusterQueue quota per profile cannot be kept)"
+            )
+        else:
+            mappings.append({"name": names[0], "deviceClassNames": [device_class]})
+    return {"resources": {"deviceClassMappings": mappings}}, warnings
 
 
 def _amd_partition_warnings(state: ClusterState, config: Config) -> list[str]:
@@ -402,7 +452,8 @@ def build_plan(
         )
     warnings += _amd_partition_warnings(state, config)
     warnings += [f"{n} is served by {', '.join(c)}: the scheduler picks {c[0]}" for n, c in sorted(conflicts.items())]
-    kueue = _kueue(state, base)
+    kueue, kueue_warnings = _kueue(state, base)
+    warnings += kueue_warnings
     webhooks = sorted(
         name_of(w)
         for w in state.of("MutatingWebhookConfiguration")
@@ -421,7 +472,7 @@ def build_plan(
         class_conflicts=conflicts,
         unmapped=unmapped,
         workloads=workloads,
-        quotas=_quotas(state, with_classes),  # quotas charge every pod, shared or not
+        quotas=_quotas(state, with_classes, shared),  # quotas charge every pod, shared or not
         kueue=kueue,
         webhooks=webhooks,
         steps=_steps(pools, workloads, kueue is not None, classes_served),
