@@ -28,6 +28,23 @@ KINDS: tuple[tuple[str, str, str, bool], ...] = (
     ("ClusterQueue", "kueue.x-k8s.io", "clusterqueues", False),
     ("ResourceFlavor", "kueue.x-k8s.io", "resourceflavors", False),
 )
+
+
+def _workload_kinds() -> tuple[tuple[str, str, str, bool], ...]:
+    """Every other kind convert knows the pod templates of (PyTorchJob, RayCluster, JobSet, ...), by its
+    plural resource name (the CRDs' own: the lower-case kind with an s)."""
+    from dra_migrate.engine.workloads import BUILTIN_WORKLOADS
+
+    known = {(group, kind) for kind, group, *_ in KINDS}
+    skipped = {("", "Pod"), ("", "PodTemplate"), ("", "ReplicationController")}
+    return tuple(
+        (w.kind, w.api_group, w.kind.lower() + "s", True)
+        for w in BUILTIN_WORKLOADS
+        if w.api_group and (w.api_group, w.kind) not in known | skipped and w.pod_spec_paths
+    )
+
+
+KINDS += _workload_kinds()
 KIND_NAMES = frozenset(kind for kind, *_ in KINDS) | {"ConfigMap"}
 
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from dra_migrate.engine.memo import cached_when_hashable
+from dra_migrate.engine.placement import selects
 
 # Names that already reach DRA through the scheduler (KEP-5004 implicit names, docs/dra-api.md section 5).
 IMPLICIT_DEVICE_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
@@ -129,23 +130,19 @@ class SharedOn(NamedTuple):
     others: tuple[NodeLabels, ...] = ()
     share: DeviceRequestSpec | None = None
 
-    def for_pod(self, node_selector: Any) -> DeviceRequestSpec | None:
-        """The conversion for a pod with this nodeSelector, or None when no claim means its request."""
-        if not _reaches(self.nodes, node_selector):
+    def for_pod(self, pod_spec: Mapping[str, Any]) -> DeviceRequestSpec | None:
+        """The conversion for a pod with this spec (nodeSelector, nodeName, required node affinity), or
+        None when no claim means its request."""
+        if not _reaches(self.nodes, pod_spec):
             return self.otherwise
-        if self.share is not None and not _reaches(self.others, node_selector):
+        if self.share is not None and not _reaches(self.others, pod_spec):
             return self.share
         return None
 
 
-def _reaches(nodes: tuple[NodeLabels, ...], node_selector: Any) -> bool:
-    """Whether a pod with this nodeSelector can land on one of the nodes with these labels."""
-    if not nodes:
-        return False
-    if not isinstance(node_selector, Mapping) or not node_selector:
-        return True
-    wanted = {(str(k), str(v)) for k, v in node_selector.items()}
-    return any(wanted <= labels for labels in nodes)
+def _reaches(nodes: tuple[NodeLabels, ...], pod_spec: Mapping[str, Any]) -> bool:
+    """Whether a pod with this spec can land on one of the nodes with these labels."""
+    return any(selects(pod_spec, dict(labels)) for labels in nodes)
 
 
 class Unconvertible:

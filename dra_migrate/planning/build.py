@@ -9,10 +9,10 @@ from typing import Any
 
 from dra_migrate.cluster.amdplugin import amd_plugins, partition_names
 from dra_migrate.cluster.knowledge import served_config, shared_names
-from dra_migrate.cluster.nodes import ClusterNodes, cluster_nodes
+from dra_migrate.cluster.nodes import ClusterNodes, NodeModel, cluster_nodes
 from dra_migrate.cluster.nvidiadra import SHARES_CAPACITY, driver_values_file, settings_text, shares_for
 from dra_migrate.cluster.nvidiaplugin import CONFIG_LABEL
-from dra_migrate.cluster.state import ClusterState, labels_of, name_of, namespace_of
+from dra_migrate.cluster.state import KINDS, ClusterState, name_of, namespace_of
 from dra_migrate.engine import (
     Config,
     DeviceRequestSpec,
@@ -24,6 +24,7 @@ from dra_migrate.engine import (
     serving_classes,
     with_shared_devices,
 )
+from dra_migrate.engine.placement import selects, tolerates
 from dra_migrate.engine.strategy import EXTENDED_RESOURCE_GATE
 from dra_migrate.planning.model import ClassMapping, Plan, Pool, Quota, SharedResource, Step, Workload
 
@@ -36,15 +37,9 @@ POOL_LABELS = (
     "node.kubernetes.io/instance-type",
 )
 NO_POOL = "(no pool label)"
-_CONTROLLERS = ("Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob")
-
-
-def _node_selector(obj: dict[str, Any], config: Config) -> dict[str, str]:
-    """The node selector of a workload's pods (the first pod template's): where it can run."""
-    for _, spec in config.workloads.pod_specs(obj):
-        selector = spec.get("nodeSelector")
-        return {str(k): str(v) for k, v in selector.items()} if isinstance(selector, dict) else {}
-    return {}
+ObjectKey = tuple[str, str, str]  # kind, namespace, name
+_NOT_WORKLOADS = {"Node", "Pod", "ResourceQuota", "LimitRange", "ClusterQueue", "ResourceFlavor", "DeviceClass"}
+_NOT_WORKLOADS |= {"ResourceSlice", "MutatingWebhookConfiguration", "ClusterPolicy", "GpuDevicePlugin", "DeviceConfig"}
 
 
 def _pool_label(labels: Mapping[str, str], pool_label: str | None) -> dict[str, str]:
@@ -155,31 +150,55 @@ def _owner(obj: dict[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-def _placements(state: ClusterState, node_pools: dict[str, str]) -> dict[tuple[str, str, str], set[str]]:
-    """(kind, namespace, name) of each pod's top controller -> the pools its pods run in."""
-    replica_sets = {(namespace_of(rs), name_of(rs)): _owner(rs) for rs in state.of("ReplicaSet")}
-    jobs = {(namespace_of(j), name_of(j)): _owner(j) for j in state.of("Job")}
-    out: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+def _key(obj: dict[str, Any]) -> ObjectKey:
+    return str(obj.get("kind")), namespace_of(obj), name_of(obj)
+
+
+class _Owners:
+    """Each object's top controller among the objects read (Pod -> ReplicaSet -> Deployment, Pod -> Job ->
+    CronJob, Pod -> StatefulSet, Pod -> PyTorchJob): a workload is planned once, with its controller."""
+
+    def __init__(self, state: ClusterState, kinds: Iterable[str]) -> None:
+        self.read = {_key(obj) for kind in kinds for obj in state.of(kind)}
+
+    def parent(self, obj: dict[str, Any]) -> ObjectKey | None:
+        owner = _owner(obj)
+        key = (owner[0], namespace_of(obj), owner[1]) if owner else None
+        return key if key in self.read else None
+
+    def top(self, obj: dict[str, Any], objects: dict[ObjectKey, dict[str, Any]]) -> ObjectKey:
+        key, seen = _key(obj), set()
+        while key in objects and key not in seen:
+            seen.add(key)
+            parent = self.parent(objects[key])
+            if parent is None:
+                return key
+            key = parent
+        return key
+
+
+def _placements(
+    state: ClusterState, owners: _Owners, objects: dict[ObjectKey, dict[str, Any]], node_pools: dict[str, str]
+) -> dict[ObjectKey, set[str]]:
+    """Each running pod's top controller -> the pools its pods run in."""
+    out: dict[ObjectKey, set[str]] = defaultdict(set)
     for pod in state.of("Pod"):
         node = (pod.get("spec") or {}).get("nodeName")
-        if not node:
-            continue
-        namespace = namespace_of(pod)
-        key = ("Pod", namespace, name_of(pod))
-        owner = _owner(pod)
-        if owner is not None:
-            kind, name = owner
-            parent = replica_sets.get((namespace, name)) if kind == "ReplicaSet" else None
-            parent = parent or (jobs.get((namespace, name)) if kind == "Job" else None)
-            top_kind, top_name = parent or owner
-            key = (top_kind, namespace, top_name)
-        out[key].add(node_pools.get(str(node), NO_POOL))
+        if node:
+            out[owners.top(pod, objects)].add(node_pools.get(str(node), NO_POOL))
     return out
 
 
-def _selectable(state: ClusterState, selector: dict[str, str], node_pools: dict[str, str]) -> set[str]:
-    nodes = (n for n in state.of("Node") if all(labels_of(n).get(k) == v for k, v in selector.items()))
-    return {node_pools.get(name_of(n), NO_POOL) for n in nodes}
+def landing(obj: dict[str, Any], config: Config, nodes: ClusterNodes) -> list[NodeModel]:
+    """The schedulable nodes a workload's pods can land on: any of its pod templates' nodeSelector,
+    nodeName and required node affinity select the node and its tolerations cover the node's taints."""
+    specs = [spec for _, spec in config.workloads.pod_specs(obj) if isinstance(spec, dict)]
+    return [
+        node
+        for node in nodes.nodes
+        if not node.unschedulable
+        and any(selects(spec, node.labels, node.name) and tolerates(spec, node.taints) for spec in specs)
+    ]
 
 
 def _evaluate(obj: dict[str, Any], config: Config) -> tuple[str, list[str]]:
@@ -195,22 +214,26 @@ def _evaluate(obj: dict[str, Any], config: Config) -> tuple[str, list[str]]:
     return "kept", [f.message for f in result.findings if f.severity is Severity.WARNING]
 
 
-def _workloads(state: ClusterState, config: Config, node_pools: dict[str, str]) -> list[Workload]:
-    placements = _placements(state, node_pools)
-    candidates = [o for kind in _CONTROLLERS for o in state.of(kind) if _owner(o) is None]
-    candidates += [p for p in state.of("Pod") if (_owner(p) or ("", ""))[0] not in ("ReplicaSet", "Job")]
+def _workloads(state: ClusterState, config: Config, nodes: ClusterNodes, node_pools: dict[str, str]) -> list[Workload]:
+    kinds = sorted({kind for kind, *_ in KINDS if kind not in _NOT_WORKLOADS})
+    owners = _Owners(state, [*kinds, "Pod"])
+    objects = {_key(o): o for kind in [*kinds, "Pod"] for o in state.of(kind)}
+    placements = _placements(state, owners, objects, node_pools)
+    candidates = [o for kind in [*kinds, "Pod"] for o in state.of(kind) if owners.parent(o) is None]
     out = []
     for obj in candidates:
         requests = _requests(obj, config)
         if not requests:
             continue
-        kind, namespace, name = str(obj.get("kind")), namespace_of(obj), name_of(obj)
-        selector = _node_selector(obj, config)
+        kind, namespace, name = _key(obj)
         path, reasons = _evaluate(obj, config)
-        # where its pods run, else where its node selector lets them run
-        pools = sorted(placements.get((kind, namespace, name)) or _selectable(state, selector, node_pools))
+        can_land: dict[str, int] = defaultdict(int)
+        for node in landing(obj, config, nodes):
+            can_land[node_pools.get(node.name, NO_POOL)] += 1
+        # where its pods run, else where they can land
+        pools = sorted(placements.get((kind, namespace, name)) or can_land)
         counts = {k: str(v) for k, v in sorted(requests.items())}
-        out.append(Workload(kind, namespace, name, pools, counts, path, reasons))
+        out.append(Workload(kind, namespace, name, pools, counts, path, reasons, dict(sorted(can_land.items()))))
     return sorted(out, key=lambda w: (w.namespace, w.kind, w.name))
 
 
@@ -438,7 +461,7 @@ def build_plan(
     config = with_shared_devices(with_classes, shared)
     pools, errors = _pools(nodes, config, pool_label, consumable_shares)
     node_pools = {node: pool.name for pool in pools for node in pool.nodes}
-    workloads = _workloads(state, config, node_pools)
+    workloads = _workloads(state, config, nodes, node_pools)
     classes, conflicts = _class_mappings(state)
     served = {c.extended_resource_name for c in classes}
     unmapped = sorted({n for w in workloads for n in w.requests if w.path == "claims" and n not in served})

@@ -52,6 +52,7 @@ class Workload:
     requests: dict[str, str]  # mapped name -> count (per container, summed)
     path: str  # kep-5004, claims, blocked, kept
     reasons: list[str]
+    can_land: dict[str, int] = field(default_factory=dict)  # pool -> schedulable nodes its pods can land on
 
 
 @dataclass
