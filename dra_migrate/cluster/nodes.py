@@ -47,6 +47,7 @@ class NodeModel:
     slices: Mapping[str, int]  # DRA driver -> devices its ResourceSlices publish for the node
     physical: Mapping[str, int]  # stack -> physical devices (shares divided, MIG slices not counted)
     over_admitted: tuple[str, ...] = ()  # drivers that serve the same devices through both stacks
+    plugin_drivers: tuple[str, ...] = ()  # the DRA drivers of the names it advertises (where they would move)
     problems: tuple[str, ...] = field(default_factory=tuple)
 
     @property
@@ -196,6 +197,7 @@ def node_model(
         slices={d: c for d, (c, _) in slices.items()},
         physical=dict(physical),
         over_admitted=over_admitted,
+        plugin_drivers=tuple(sorted(plugin_drivers)),
         problems=tuple(problems),
     )
 

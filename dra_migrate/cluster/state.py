@@ -19,6 +19,7 @@ KINDS: tuple[tuple[str, str, str, bool], ...] = (
     ("ReplicaSet", "apps", "replicasets", True),
     ("Job", "batch", "jobs", True),
     ("CronJob", "batch", "cronjobs", True),
+    ("PodDisruptionBudget", "policy", "poddisruptionbudgets", True),
     ("DeviceClass", "resource.k8s.io", "deviceclasses", False),
     ("ResourceSlice", "resource.k8s.io", "resourceslices", False),
     ("MutatingWebhookConfiguration", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", False),

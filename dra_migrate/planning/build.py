@@ -10,7 +10,7 @@ from typing import Any
 from dra_migrate.cluster.amdplugin import amd_plugins, partition_names
 from dra_migrate.cluster.knowledge import served_config, shared_names
 from dra_migrate.cluster.nodes import ClusterNodes, NodeModel, cluster_nodes
-from dra_migrate.cluster.nvidiadra import SHARES_CAPACITY, driver_values_file, settings_text, shares_for
+from dra_migrate.cluster.nvidiadra import settings_text, shares_for
 from dra_migrate.cluster.nvidiaplugin import CONFIG_LABEL
 from dra_migrate.cluster.state import KINDS, ClusterState, name_of, namespace_of
 from dra_migrate.engine import (
@@ -26,6 +26,7 @@ from dra_migrate.engine import (
 )
 from dra_migrate.engine.placement import selects, tolerates
 from dra_migrate.engine.strategy import EXTENDED_RESOURCE_GATE
+from dra_migrate.planning.cutover import Stage, pool_steps, stages, why_kept
 from dra_migrate.planning.model import ClassMapping, Plan, Pool, Quota, SharedResource, Step, Workload
 
 # Labels that name a node's pool on the common platforms, in this order; `--pool-label` overrides.
@@ -92,6 +93,7 @@ def _pools(
                 known.nodes.append(node.name)
         if node.over_admitted:
             pool.both.append(node.name)
+        pool.drivers = sorted(set(pool.drivers) | set(node.plugin_drivers))
     for pool in by_pool.values():
         pool.share_selector = _share_selector(pool, nodes)
         has_plugin, has_dra = bool(pool.device_plugin), bool(pool.dra)
@@ -214,6 +216,43 @@ def _evaluate(obj: dict[str, Any], config: Config) -> tuple[str, list[str]]:
     return "kept", [f.message for f in result.findings if f.severity is Severity.WARNING]
 
 
+def _replicas(obj: dict[str, Any]) -> int:
+    """The pods a workload runs: spec.replicas, a Job's parallelism, or the sum of its replica specs'."""
+    found = obj.get("spec")
+    spec: dict[str, Any] = found if isinstance(found, dict) else {}
+    for key in ("replicas", "parallelism"):
+        if isinstance(spec.get(key), int) and not isinstance(spec.get(key), bool):
+            return max(int(spec[key]), 0)
+    nested = [v for k, v in spec.items() if k.endswith("ReplicaSpecs") and isinstance(v, dict)]
+    counts = [r.get("replicas", 1) for group in nested for r in group.values() if isinstance(r, dict)]
+    return sum(c for c in counts if isinstance(c, int) and not isinstance(c, bool)) or 1
+
+
+def _budgets(obj: dict[str, Any], config: Config, state: ClusterState) -> list[str]:
+    """PodDisruptionBudgets of the workload's namespace whose matchLabels select its pod templates."""
+    labels = [
+        (template.get("metadata") or {}).get("labels") or {}
+        for where, _ in config.workloads.pod_specs(obj)
+        for template in [_template_of(obj, where)]
+    ]
+    found = []
+    for budget in state.of("PodDisruptionBudget"):
+        wanted = ((budget.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+        if namespace_of(budget) != namespace_of(obj) or not isinstance(wanted, dict) or not wanted:
+            continue
+        if any(isinstance(have, dict) and all(have.get(k) == v for k, v in wanted.items()) for have in labels):
+            found.append(name_of(budget))
+    return sorted(found)
+
+
+def _template_of(obj: dict[str, Any], where: tuple[Any, ...]) -> dict[str, Any]:
+    """The pod template holding the pod spec at `where` (the path up to its `spec`), or the object."""
+    node: Any = obj
+    for part in where[:-1]:
+        node = node[part] if isinstance(node, (dict, list)) else None
+    return node if isinstance(node, dict) else obj
+
+
 def _workloads(state: ClusterState, config: Config, nodes: ClusterNodes, node_pools: dict[str, str]) -> list[Workload]:
     kinds = sorted({kind for kind, *_ in KINDS if kind not in _NOT_WORKLOADS})
     owners = _Owners(state, [*kinds, "Pod"])
@@ -233,7 +272,10 @@ def _workloads(state: ClusterState, config: Config, nodes: ClusterNodes, node_po
         # where its pods run, else where they can land
         pools = sorted(placements.get((kind, namespace, name)) or can_land)
         counts = {k: str(v) for k, v in sorted(requests.items())}
-        out.append(Workload(kind, namespace, name, pools, counts, path, reasons, dict(sorted(can_land.items()))))
+        workload = Workload(kind, namespace, name, pools, counts, path, reasons, dict(sorted(can_land.items())))
+        workload.replicas = _replicas(obj)
+        workload.budgets = _budgets(obj, config, state)
+        out.append(workload)
     return sorted(out, key=lambda w: (w.namespace, w.kind, w.name))
 
 
@@ -356,91 +398,96 @@ def _amd_partition_warnings(state: ClusterState, config: Config) -> list[str]:
     ]
 
 
-def moves_with_shares(pool: Pool) -> bool:
-    """Whether the DRA driver can hand out what the pool's device plugin shares: one number of shares."""
-    return all(s.dra_capacity for s in pool.sharing) and len({s.replicas for s in pool.sharing}) == 1
-
-
-def _steps(pools: list[Pool], workloads: list[Workload], has_kueue: bool, classes: bool) -> list[Step]:
-    kueue_step = " and Kueue's deviceClassMappings, then restart Kueue (it reads them at start-up)" if has_kueue else ""
-    steps = []
+def _steps(
+    pools: list[Pool],
+    workloads: list[Workload],
+    nodes: ClusterNodes,
+    shared: dict[str, SharedDevices],
+    prepare: list[Step],
+    warnings: list[str],
+) -> tuple[list[Step], list[Stage]]:
+    """The cutover: what every pool needs first, then each pool that moves, in batches, with the webhook
+    configuration of its stage; pools kept on the device plugin say why."""
+    served = [p for p in pools if p.stack in ("device-plugin", "both", "mixed")]
+    kept = {p.name: why_kept(p, workloads) for p in served}
+    moving = [p.name for p in served if kept[p.name] is None]
+    all_stages = stages(pools, moving, nodes, shared)
+    # over-admission first: the nodes served both ways count their devices twice
+    steps = [
+        Step(
+            pool.name,
+            f"stop the device plugin or the DRA driver on {', '.join(pool.both)} (label the nodes so one "
+            "DaemonSet no longer selects them)",
+            "the nodes advertise the devices one way only: allocatable has no mapped name, or no "
+            "ResourceSlice names the node",
+            "restore the label (the devices are then counted twice again: do not leave it so)",
+        )
+        for pool in pools
+        if pool.stack == "both"
+    ]
+    steps += prepare
+    steps.append(
+        Step(
+            "(all)",
+            f"webhook: serve with {all_stages[0].file} (mode enforce): it converts a name only for pods that cannot "
+            "land on a node still on the device plugin",
+            "`dra-migrate serve` is Ready; a new GPU pod that can land on a device-plugin node is admitted unchanged",
+            "serve with the configuration the webhook had before (or remove its MutatingWebhookConfiguration)",
+        )
+    )
+    by_name = nodes.by_name()
     for pool in pools:
-        moving = [w for w in workloads if pool.name in w.pools and w.path in ("claims", "kep-5004")]
-        blocked = [w for w in workloads if pool.name in w.pools and w.path == "blocked"]
-        if pool.stack == "both":
+        if pool.name not in kept:
+            continue
+        why = kept[pool.name]
+        if why is not None:
+            blocked = [w for w in workloads if pool.name in w.pools and w.path == "blocked"]
             steps.append(
                 Step(
                     pool.name,
-                    f"stop the device plugin or the DRA driver on {', '.join(pool.both)} (label the nodes so one "
-                    "DaemonSet no longer selects them)",
-                    "the nodes advertise the devices one way only: allocatable has no mapped name, or no "
-                    "ResourceSlice names the node",
-                )
-            )
-        if pool.stack not in ("device-plugin", "both", "mixed"):
-            continue
-        if pool.sharing and not moves_with_shares(pool):
-            names = ", ".join(sorted({s.advertised for s in pool.sharing}))
-            why = "; ".join(sorted({s.dra for s in pool.sharing if not s.dra_capacity})) or (
-                "its devices are shared in different numbers, and the driver takes one number per node"
-            )
-            steps.append(
-                Step(
-                    pool.name,
-                    f"keep this pool on the device plugin: it shares {names}, and what requests it here is a share "
-                    f"({why})" + (f"; {len(blocked)} workload(s) run here" if blocked else ""),
-                    "nothing to check: this pool is not moved by this plan",
+                    f"keep this pool on the device plugin: {why}"
+                    + (f"; {len(blocked)} workload(s) run here" if blocked else ""),
+                    "nothing to check: this pool is not moved by this plan, and every webhook stage keeps its names "
+                    "for pods that can land here",
+                    "nothing to undo",
                 )
             )
             continue
-        install = "install the DRA driver's kubelet plugin on the pool"
-        installed = "`kubectl get resourceslices` lists every node of the pool with its devices"
-        if pool.sharing:
-            replicas = pool.sharing[0].replicas
-            install += f" handing out shares (plan --write: {driver_values_file(pool.name)}: {settings_text(replicas)})"
-            installed += f", each with allowMultipleAllocations: true and capacity {SHARES_CAPACITY}: {replicas}"
-        steps += [
+        index = moving.index(pool.name) + 1
+        steps += pool_steps(pool, workloads, by_name, all_stages[index], all_stages[index - 1], warnings)
+    return steps, all_stages
+
+
+def _prepare(has_kueue: bool, classes: bool, quotas: bool) -> list[Step]:
+    steps = []
+    if classes:
+        steps.append(
             Step(
-                pool.name,
-                "cordon the pool's nodes and drain its GPU pods (or wait for them to finish)",
-                f"no pod requesting {', '.join(sorted(pool.device_plugin)) or 'a mapped device'} runs on the pool",
-            ),
+                "(all)",
+                "apply the DeviceClasses (plan --write: deviceclasses.yaml)",
+                "`kubectl get deviceclasses` shows them, each extendedResourceName once",
+                "`kubectl delete -f deviceclasses.yaml`",
+            )
+        )
+    if quotas:
+        steps.append(
             Step(
-                pool.name,
-                "label the nodes so the device-plugin DaemonSet no longer selects them",
-                "node allocatable lists no mapped device name",
-            ),
-            Step(pool.name, install, installed),
-            *(
-                [
-                    Step(
-                        pool.name,
-                        "apply the DeviceClasses (plan --write: deviceclasses.yaml)",
-                        "`kubectl get deviceclasses` shows them, each extendedResourceName once",
-                    )
-                ]
-                if classes
-                else []
-            ),
-            Step(
-                pool.name,
-                "apply the converted quotas (plan --write: quotas.yaml)" + kueue_step,
+                "(all)",
+                "apply the converted quotas (plan --write: quotas.yaml)",
                 "`kubectl describe quota` shows the per-class keys with their usage",
-            ),
+                "apply the quotas as they were (the per-class keys limit nothing on the device plugin)",
+            )
+        )
+    if has_kueue:
+        steps.append(
             Step(
-                pool.name,
-                f"switch the webhook from audit to enforce (plan --write: webhook-config.yaml); {len(moving)} "
-                "workload(s) move"
-                + (
-                    "; the webhook decides the shared names from webhook-config.yaml's sharedDevices (a pod's "
-                    "nodeSelector against the pools' labels), as `convert --cluster --consumable-shares` does"
-                    if pool.sharing
-                    else ""
-                ),
-                "a new GPU pod of the pool gets a claim and is allocated",
-            ),
-            Step(pool.name, "uncordon the nodes", "every moved workload's pods are Running with allocated claims"),
-        ]
+                "(all)",
+                "merge kueue-config.yaml's deviceClassMappings into Kueue's configuration, then restart Kueue (it "
+                "reads them at start-up)",
+                "Kueue's controller is Ready and its log shows no configuration error",
+                "remove the mappings and restart Kueue",
+            )
+        )
     return steps
 
 
@@ -451,8 +498,8 @@ def _sees_pods(configuration: dict[str, Any]) -> bool:
 
 def build_plan(
     state: ClusterState, base: Config, pool_label: str | None = None, consumable_shares: bool = False
-) -> tuple[Plan, dict[str, SharedDevices]]:
-    """The plan, and the names the cluster shares (for `--write`'s webhook configuration). `base`: the
+) -> tuple[Plan, list[Stage]]:
+    """The plan, and the webhook's configuration at each stage of the cutover (for `--write`). `base`: the
     configuration for the target release, before the cluster's knowledge is added; `consumable_shares`:
     the DRA driver will hand out the shares of the device plugin's time-sliced pools."""
     nodes = cluster_nodes(state, base.mappings.resolve)
@@ -484,6 +531,9 @@ def build_plan(
             "pods" in str(rule.get("resources")) for hook in w.get("webhooks") or [] for rule in hook.get("rules") or []
         )
     )
+    quotas = _quotas(state, with_classes, shared)  # quotas charge every pod, shared or not
+    prepare = _prepare(kueue is not None, classes_served, any(q.converted for q in quotas))
+    steps, stages_ = _steps(pools, workloads, nodes, shared, prepare, warnings)
     resource_api = sorted(v.split("/", 1)[1] for v in state.api_versions if v.startswith("resource.k8s.io/"))
     plan = Plan(
         cluster=state.source,
@@ -495,11 +545,11 @@ def build_plan(
         class_conflicts=conflicts,
         unmapped=unmapped,
         workloads=workloads,
-        quotas=_quotas(state, with_classes, shared),  # quotas charge every pod, shared or not
+        quotas=quotas,
         kueue=kueue,
         webhooks=webhooks,
-        steps=_steps(pools, workloads, kueue is not None, classes_served),
+        steps=steps,
         errors=errors,
         warnings=warnings,
     )
-    return plan, shared
+    return plan, stages_

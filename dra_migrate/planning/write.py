@@ -11,7 +11,7 @@ import yaml
 from dra_migrate.cluster.nvidiadra import driver_values, driver_values_file
 from dra_migrate.engine import Config, DeviceRequestSpec, SharedDevices, build_device_class, convert
 from dra_migrate.engine.strategy import EXTENDED_RESOURCE_GATE
-from dra_migrate.planning.build import moves_with_shares
+from dra_migrate.planning.cutover import Stage, moves_with_shares
 from dra_migrate.planning.model import Plan
 
 DEVICE_CLASSES = "deviceclasses.yaml"
@@ -83,7 +83,7 @@ def _unique_label_sets(nodes: Sequence[Mapping[str, str]]) -> list[dict[str, str
     return [dict(labels) for labels in sorted(unique)]
 
 
-def manifests(plan: Plan, config: Config, shared: dict[str, SharedDevices]) -> dict[str, str]:
+def manifests(plan: Plan, config: Config, stages: list[Stage]) -> dict[str, str]:
     files: dict[str, str] = {}
     classes = device_classes(plan, config)
     if classes:
@@ -104,15 +104,22 @@ def manifests(plan: Plan, config: Config, shared: dict[str, SharedDevices]) -> d
                 f"kubelet plugin hands out each GPU as {replicas} shares, as the device plugin's "
                 f"{pool.sharing[0].strategy} does, on the nodes whose device plugin config shares them",
             )
+    for stage in stages:
+        files[stage.file] = _webhook_config(plan, stage.shared, stage.moved)
+    files[WEBHOOK] = _webhook_config(plan, stages[-1].shared if stages else {}, stages[-1].moved if stages else ())
+    return files
+
+
+def _webhook_config(plan: Plan, shared: dict[str, SharedDevices], moved: Sequence[str]) -> str:
     webhook: dict[str, Any] = {"targetVersion": plan.target}
     if shared:
-        # the webhook reads no nodes: it decides from a pod's nodeSelector against these label sets,
-        # as `convert --cluster` does; re-run plan --write when the pools change
+        # the webhook reads no nodes: it decides from a pod's nodeSelector, nodeName and required node affinity
+        # against these label sets, as `convert --cluster` does; re-run plan --write when the pools change
         webhook["sharedDevices"] = [shared_entry(name, devices) for name, devices in sorted(shared.items())]
     header = (
-        "dra-migrate configuration for this cluster (serve --config, convert --config): the names the device "
-        "plugin shares, on which nodes, and how a pod that selects them converts; re-run `plan --write` when "
-        "node pools or the device plugin's configuration change"
+        "dra-migrate configuration for this cluster (serve --config, convert --config)"
+        + (f" once pools {', '.join(moved)} are on DRA" if moved else " before any pool moves")
+        + ": the names the device plugin shares or still serves, on which nodes, and how a pod that can land "
+        "there converts; re-run `plan --write` when node pools or the device plugin's configuration change"
     )
-    files[WEBHOOK] = _dump_all([webhook], header)
-    return files
+    return _dump_all([webhook], header)

@@ -62,8 +62,8 @@ def test_mig_single_maps_to_the_mig_profile_class_or_is_refused() -> None:
 
     state = cluster_state(*objects, server_version="v1.37.2")
     config = load_config(None, "1.37")
-    built, shared = build_plan(state, config, "pool")
-    webhook = yaml.safe_load(manifests(built, config, shared)["webhook-config.yaml"].split("\n", 1)[1])
+    built, stages = build_plan(state, config, "pool")
+    webhook = yaml.safe_load(manifests(built, config, stages)["webhook-config.yaml"].split("\n", 1)[1])
     (entry,) = webhook["sharedDevices"]
     assert entry["convertsAs"] == "nvidia.com/mig-1g.10gb" and entry["sharingNodes"] == [MIG_LABELS]
 
@@ -76,8 +76,8 @@ def test_the_webhook_config_converts_a_mig_single_pod_to_its_profile(tmp_path: P
     )
     state = cluster_state(*objects, server_version="v1.37.2")
     config = load_config(None, "1.37")
-    built, shared = build_plan(state, config, "pool")
-    (tmp_path / "webhook.yaml").write_text(manifests(built, config, shared)["webhook-config.yaml"])
+    built, stages = build_plan(state, config, "pool")
+    (tmp_path / "webhook.yaml").write_text(manifests(built, config, stages)["webhook-config.yaml"])
     from dra_migrate.engine import convert
 
     converted = convert(deployment("slice", {"pool": "mig"}), load_config(str(tmp_path / "webhook.yaml"), "1.37"))
@@ -120,8 +120,8 @@ def test_consumable_shares_driver_values_select_only_the_nodes_that_share() -> N
     objects = (shared, whole, helm_plugin(), configs(ts=TIME_SLICED, default="version: v1\n"))
     state = cluster_state(*objects, server_version="v1.37.2")
     config = load_config(None, "1.37")
-    built, names = build_plan(state, config, "pool", consumable_shares=True)
-    values = yaml.safe_load(manifests(built, config, names)["dra-driver-values-p.yaml"].split("\n", 1)[1])
+    built, stages = build_plan(state, config, "pool", consumable_shares=True)
+    values = yaml.safe_load(manifests(built, config, stages)["dra-driver-values-p.yaml"].split("\n", 1)[1])
     assert values["kubeletPlugin"]["nodeSelector"] == {"pool": "p", "nvidia.com/device-plugin.config": "ts"}
 
 
