@@ -78,7 +78,37 @@ class ClusterNodes:
     warnings: tuple[str, ...]
 
     def by_name(self) -> dict[str, NodeModel]:
-        return {n.name: n for n in self.nodes}
+        cached: dict[str, NodeModel] | None = self.__dict__.get("_by_name")
+        if cached is None:
+            cached = {n.name: n for n in self.nodes}
+            object.__setattr__(self, "_by_name", cached)
+        return cached
+
+    def candidates(self, pod_spec: Mapping[str, Any]) -> tuple[NodeModel, ...]:
+        """The nodes a pod spec's nodeName and nodeSelector leave (an index, not a scan: thousands of nodes
+        times hundreds of workloads); affinity and taints are then checked on these."""
+        pinned = pod_spec.get("nodeName")
+        if pinned:
+            found = self.by_name().get(str(pinned))
+            return (found,) if found is not None else ()
+        selector = pod_spec.get("nodeSelector")
+        if not isinstance(selector, dict) or not selector:
+            return self.nodes
+        index = self._label_index()
+        sets = [index.get((str(k), str(v)), frozenset()) for k, v in selector.items()]
+        by_name = self.by_name()
+        return tuple(by_name[name] for name in sorted(frozenset.intersection(*sets)))
+
+    def _label_index(self) -> dict[tuple[str, str], frozenset[str]]:
+        cached: dict[tuple[str, str], frozenset[str]] | None = self.__dict__.get("_index")
+        if cached is None:
+            index: dict[tuple[str, str], set[str]] = defaultdict(set)
+            for node in self.nodes:
+                for item in node.labels.items():
+                    index[item].add(node.name)
+            cached = {k: frozenset(v) for k, v in index.items()}
+            object.__setattr__(self, "_index", cached)
+        return cached
 
 
 Resolver = Callable[[str], Any]  # a name -> DeviceRequestSpec, Unconvertible or None (config.mappings.resolve)

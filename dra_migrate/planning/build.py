@@ -195,12 +195,14 @@ def landing(obj: dict[str, Any], config: Config, nodes: ClusterNodes) -> list[No
     """The schedulable nodes a workload's pods can land on: any of its pod templates' nodeSelector,
     nodeName and required node affinity select the node and its tolerations cover the node's taints."""
     specs = [spec for _, spec in config.workloads.pod_specs(obj) if isinstance(spec, dict)]
-    return [
-        node
-        for node in nodes.nodes
-        if not node.unschedulable
-        and any(selects(spec, node.labels, node.name) and tolerates(spec, node.taints) for spec in specs)
-    ]
+    found: dict[str, NodeModel] = {}
+    for spec in specs:
+        for node in nodes.candidates(spec):
+            if node.name in found or node.unschedulable:
+                continue
+            if selects(spec, node.labels, node.name) and tolerates(spec, node.taints):
+                found[node.name] = node
+    return sorted(found.values(), key=lambda n: n.name)
 
 
 def _evaluate(obj: dict[str, Any], config: Config) -> tuple[str, list[str]]:
