@@ -149,8 +149,9 @@ def pool_steps(
             pool.name,
             f"webhook: serve with {stage.file}: names convert for pods that can land only on DRA nodes (pools "
             f"{', '.join(stage.moved)} moved); {moving} workload(s) of this pool move as their pods are recreated",
-            "a new pod of a workload pinned to the pool gets a claim and is allocated on a moved node; a pod that "
-            "can still land on a device-plugin node is admitted unchanged (dra-migrate warning)",
+            "a new pod of a workload pinned to the pool gets a claim (or, where a DeviceClass maps the name, keeps "
+            "its request for KEP-5004) and is allocated on a moved node; a pod that can still land on a "
+            "device-plugin node is admitted unchanged (dra-migrate warning)",
             f"serve with {previous.file}; then delete the pool's converted pods so that their controllers recreate "
             "them with device-plugin requests",
         )
