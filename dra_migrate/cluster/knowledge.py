@@ -57,7 +57,10 @@ def _few(names: list[str]) -> str:
 def _reason(name: str, where: dict[Meaning, list[str]], capacity: str | None, why_not: str) -> str:
     said = "; ".join(f"on {_few(nodes)} a request is {m.text()}" for m, nodes in sorted(where.items()))
     if len(where) > 1:
-        return f"{name} means different things: {said}; no one claim means it: select one kind of node (nodeSelector)"
+        return (
+            f"{name} means different things: {said}; a pod that can land on more than one kind of these nodes, or "
+            "on nodes where no claim means it, keeps it: select one kind of node (nodeSelector)"
+        )
     (meaning,) = where
     if meaning.kind == "mig":
         return (
@@ -96,23 +99,20 @@ def shared_names(nodes: ClusterNodes, target: Target, consumable_shares: bool = 
             for n in nodes.nodes
             if n.name not in special and (any(w in n.advertises for w in wholes) or n.slices)
         ]
-        capacity, why_not, converts_as = None, "", None
-        if len(where) == 1:
-            (meaning,) = where
+        named = {m: sorted(n.name for n in group) for m, group in where.items()}
+        entries = []
+        for meaning, group in sorted(where.items()):
+            capacity, why_not, converts_as = None, "", None
             if meaning.kind == "share":
                 capacity, why_not = shares_for(meaning.resource, meaning.strategy, target, consumable_shares)
             else:
                 converts_as = meaning.resource
-        named = {m: sorted(n.name for n in group) for m, group in where.items()}
-        whole = next((m.resource for m in where if m.kind == "share" and m.resource != name), None)
-        out[name] = SharedDevices(
-            _reason(name, named, capacity, why_not),
-            [dict(n.labels) for group in where.values() for n in group],
-            others,
-            capacity,
-            whole,
-            converts_as,
-        )
+            reason = _reason(name, named if len(where) > 1 else {meaning: named[meaning]}, capacity, why_not)
+            whole = meaning.resource if meaning.kind == "share" and meaning.resource != name else None
+            entries.append(
+                SharedDevices(reason, [dict(n.labels) for n in group], others, capacity, whole, converts_as)
+            )
+        out[name] = entries[0]._replace(more=tuple(e._replace(others=()) for e in entries[1:]))
     return out
 
 

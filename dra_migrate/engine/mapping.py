@@ -123,20 +123,25 @@ NodeLabels = frozenset[tuple[str, str]]
 class SharedOn(NamedTuple):
     """Where a cluster shares the devices behind a name: the label sets of the nodes that do and of the
     nodes that serve it otherwise (whole devices), how the name converts for a pod that cannot land on a
-    sharing node, and, where the DRA driver publishes shares, for a pod that can land only there."""
+    sharing node, and, where the DRA driver publishes shares, for a pod that can land only there. `more`:
+    the nodes where the name means yet something else (another kind of share, a MIG profile), each with its
+    own conversion for a pod that can land only there."""
 
     nodes: tuple[NodeLabels, ...]
     otherwise: DeviceRequestSpec | None
     others: tuple[NodeLabels, ...] = ()
     share: DeviceRequestSpec | None = None
+    more: tuple[tuple[tuple[NodeLabels, ...], DeviceRequestSpec | None], ...] = ()
 
     def for_pod(self, pod_spec: Mapping[str, Any]) -> DeviceRequestSpec | None:
         """The conversion for a pod with this spec (nodeSelector, nodeName, required node affinity), or
         None when no claim means its request."""
-        if not _reaches(self.nodes, pod_spec):
+        groups = ((self.nodes, self.share), *self.more)
+        reached = [spec for nodes, spec in groups if _reaches(nodes, pod_spec)]
+        if not reached:
             return self.otherwise
-        if self.share is not None and not _reaches(self.others, pod_spec):
-            return self.share
+        if len(reached) == 1 and reached[0] is not None and not _reaches(self.others, pod_spec):
+            return reached[0]
         return None
 
 

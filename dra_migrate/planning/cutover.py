@@ -15,7 +15,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from dra_migrate.cluster.nodes import ClusterNodes, NodeModel
@@ -192,30 +192,42 @@ def with_pending(
     shared: dict[str, SharedDevices], pending: Sequence[NodeModel], nodes: ClusterNodes
 ) -> dict[str, SharedDevices]:
     """The shared names, and every name a pending (device-plugin) node advertises: kept for a pod that can
-    land there. A name shared on moved nodes keeps its share claims only while no node is pending for it."""
+    land there. Nodes where a name means a share or a MIG device convert only once none of them is pending."""
     out = dict(shared)
     by_name: dict[str, list[NodeModel]] = {}
     for node in pending:
         for name in node.advertises:
             by_name.setdefault(name, []).append(node)
     for name, waiting in sorted(by_name.items()):
-        waiting_names = {n.name for n in waiting}
-        labels = [dict(n.labels) for n in waiting]
+        names = sorted(n.name for n in waiting)
+        labels = {_key(n.labels) for n in waiting}
         reason = (
-            f"{name} is still served by the device plugin on {', '.join(sorted(waiting_names)[:3])}"
-            f"{' and others' if len(waiting_names) > 3 else ''}, where this pod can land: it converts once every "
-            "pool that can serve it is on DRA"
+            f"{name} is still served by the device plugin on {', '.join(names[:3])}"
+            f"{' and others' if len(names) > 3 else ''}, where this pod can land: it converts once every pool "
+            "that can serve it is on DRA"
         )
         known = out.get(name)
-        if known is not None:
-            sharing = {tuple(sorted(labels_.items())) for labels_ in known.nodes}
-            if all(tuple(sorted(label.items())) in sharing for label in labels):
-                continue  # the pending nodes are the sharing nodes: its own reason says it
-            nodes_ = [*known.nodes, *labels]
-            out[name] = SharedDevices(f"{known.reason}; {reason}", nodes_, _others(name, nodes, waiting_names))
-        else:
-            out[name] = SharedDevices(reason, labels, _others(name, nodes, waiting_names))
+        if known is None:
+            out[name] = SharedDevices(reason, [dict(n.labels) for n in waiting], _others(name, nodes, set(names)))
+            continue
+        groups = [known._replace(more=()), *known.more]
+        covered = {_key(labels_) for group in groups for labels_ in group.nodes}
+        # a group with a pending node converts nothing yet; pending nodes in no group are a group of their own
+        groups = [_kept(g) if any(_key(x) in labels for x in g.nodes) else g for g in groups]
+        rest = [dict(n.labels) for n in waiting if _key(n.labels) not in covered]
+        if rest:
+            groups.append(SharedDevices(reason, rest))
+        main = groups[0]._replace(reason=f"{known.reason}; {reason}", others=known.others)
+        out[name] = main._replace(more=tuple(groups[1:]))
     return out
+
+
+def _key(labels: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(labels.items()))
+
+
+def _kept(group: SharedDevices) -> SharedDevices:
+    return group._replace(share_capacity=None, converts_as=None)
 
 
 def _others(name: str, nodes: ClusterNodes, waiting: set[str]) -> list[dict[str, str]]:

@@ -115,7 +115,11 @@ def _webhook_config(plan: Plan, shared: dict[str, SharedDevices], moved: Sequenc
     if shared:
         # the webhook reads no nodes: it decides from a pod's nodeSelector, nodeName and required node affinity
         # against these label sets, as `convert --cluster` does; re-run plan --write when the pools change
-        webhook["sharedDevices"] = [shared_entry(name, devices) for name, devices in sorted(shared.items())]
+        webhook["sharedDevices"] = [
+            shared_entry(name, entry)
+            for name, devices in sorted(shared.items())
+            for entry in (devices._replace(more=()), *devices.more)
+        ]
     header = (
         "dra-migrate configuration for this cluster (serve --config, convert --config)"
         + (f" once pools {', '.join(moved)} are on DRA" if moved else " before any pool moves")

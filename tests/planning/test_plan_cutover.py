@@ -182,3 +182,22 @@ def test_the_html_page_holds_everything_the_text_says() -> None:
         assert normal in page, normal
         assert normal in " ".join(text.split()) or fact in (r for w in plan.workloads for r in w.reasons[3:]), normal
     assert "ClusterQueue research" in page and "/research" not in page
+
+
+def test_a_time_sliced_pool_converts_to_shares_only_once_it_is_on_dra(tmp_path: Path) -> None:
+    """Before the pool moves its nodes are still the device plugin's: no share claim for a pod pinned there."""
+    time_sliced = (
+        "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n"
+    )
+    objects = [api_node(f"ts-{i}", {"pool": "ts"}, {"nvidia.com/gpu": "16"}) for i in range(2)] + [
+        helm_plugin(),
+        configs(default=time_sliced),
+    ]
+    config = load_config(None, "1.36")
+    plan, stages = build_plan(cluster_state(*objects, server_version="v1.36.2"), config, "pool", True)
+    for name, text in manifests(plan, config, stages).items():
+        (tmp_path / name).write_text(text)
+    pod = _deployment("one", "nvidia.com/gpu", 1, {"pool": "ts"})
+    assert [s.file for s in stages] == ["webhook-config-0-start.yaml", "webhook-config-1-ts.yaml"]
+    assert not _converts(tmp_path / "webhook-config-0-start.yaml", pod)
+    assert _converts(tmp_path / "webhook-config-1-ts.yaml", pod)

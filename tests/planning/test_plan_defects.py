@@ -13,8 +13,10 @@ from planning_support import api_node, cluster_state
 from test_node_model import configs, helm_plugin, plan_of
 
 from dra_migrate.cli import main
+from dra_migrate.cluster.knowledge import cluster_config
 from dra_migrate.cluster.snapshot import write_snapshot
 from dra_migrate.configfile import load_config
+from dra_migrate.engine import convert
 from dra_migrate.planning.build import build_plan
 from dra_migrate.planning.write import manifests
 
@@ -78,8 +80,6 @@ def test_the_webhook_config_converts_a_mig_single_pod_to_its_profile(tmp_path: P
     config = load_config(None, "1.37")
     built, stages = build_plan(state, config, "pool")
     (tmp_path / "webhook.yaml").write_text(manifests(built, config, stages)["webhook-config.yaml"])
-    from dra_migrate.engine import convert
-
     converted = convert(deployment("slice", {"pool": "mig"}), load_config(str(tmp_path / "webhook.yaml"), "1.37"))
     (template,) = converted.templates
     (request,) = template["spec"]["spec"]["devices"]["requests"]
@@ -106,11 +106,33 @@ def test_mps_is_never_a_share_claim_and_its_reasons_say_mps() -> None:
     assert sharing["strategy"] == "mps" and sharing["dra_capacity"] is None and "MPS" in sharing["dra"]
 
     ts_node = api_node("ts-0", {"pool": "ts", "nvidia.com/device-plugin.config": "ts"}, {"nvidia.com/gpu": "8"})
-    both = (mps_node, ts_node, helm_plugin(), configs(mps=MPS, ts=TIME_SLICED), deployment("ts-pod", {"pool": "ts"}))
-    both_plan = plan_of(*both, consumable_shares=True)
-    ts_pod = _workloads(both_plan)["ts-pod"]
-    assert ts_pod["path"] == "blocked"  # one name, two kinds of share: never the MPS one as a share claim
-    assert "mps" in ts_pod["reasons"][0] and "time-slicing" in ts_pod["reasons"][0]
+    mig_node = api_node("mig-0", MIG_LABELS, {"nvidia.com/gpu": "7"})
+    both = (
+        mps_node,
+        ts_node,
+        mig_node,
+        helm_plugin(),
+        configs(mps=MPS, ts=TIME_SLICED),
+        deployment("ts-pod", {"pool": "ts"}),
+        deployment("mps-pod", {"pool": "mps"}),
+        deployment("slice", {"pool": "mig"}),
+        deployment("anywhere", None),
+    )
+    workloads = _workloads(plan_of(*both, consumable_shares=True))
+    # one name, three meanings: each pod that can land on one kind only gets what it means there
+    assert workloads["ts-pod"]["path"] == "claims" and workloads["slice"]["path"] == "claims"
+    assert workloads["mps-pod"]["path"] == "blocked" and workloads["anywhere"]["path"] == "blocked"
+    reason = workloads["anywhere"]["reasons"][0]
+    assert "mps, 4 per device" in reason and "time-slicing, 4 per device" in reason and "1g.10gb" in reason
+    converted = convert(
+        deployment("ts-pod", {"pool": "ts"}),
+        cluster_config(
+            cluster_state(*both, server_version="v1.37.2"), load_config(None, "1.37"), consumable_shares=True
+        ),
+    )
+    (template,) = converted.templates
+    (request,) = template["spec"]["spec"]["devices"]["requests"]
+    assert request["exactly"]["capacity"] == {"requests": {"shares": "1"}}
 
 
 def test_consumable_shares_driver_values_select_only_the_nodes_that_share() -> None:
