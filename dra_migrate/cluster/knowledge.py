@@ -109,9 +109,7 @@ def shared_names(nodes: ClusterNodes, target: Target, consumable_shares: bool = 
                 converts_as = meaning.resource
             reason = _reason(name, named if len(where) > 1 else {meaning: named[meaning]}, capacity, why_not)
             whole = meaning.resource if meaning.kind == "share" and meaning.resource != name else None
-            entries.append(
-                SharedDevices(reason, [dict(n.labels) for n in group], others, capacity, whole, converts_as)
-            )
+            entries.append(SharedDevices(reason, [dict(n.labels) for n in group], others, capacity, whole, converts_as))
         out[name] = entries[0]._replace(more=tuple(e._replace(others=()) for e in entries[1:]))
     return out
 
