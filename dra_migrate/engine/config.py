@@ -210,6 +210,12 @@ CONFIG_SCHEMA: dict[str, Any] = {
                         "description": "for a renamed share (nvidia.com/gpu.shared): the name of the same devices "
                         "unshared",
                     },
+                    "convertsAs": {
+                        "type": "string",
+                        "minLength": 1,
+                        "description": "for MIG slices advertised under a whole-GPU name (migStrategy single): "
+                        "the MIG profile's name the pods on these nodes convert as",
+                    },
                 },
             },
         },
@@ -385,16 +391,18 @@ def parse_config(
         served=served,
         resource_tolerations=bool(data.get("resourceTolerations", True)),
     )
-    shared = {
-        raw["resource"]: SharedDevices(
+    shared: dict[str, SharedDevices] = {}
+    for raw in data.get("sharedDevices", ()):
+        entry = SharedDevices(
             raw["reason"],
             raw["sharingNodes"],
             raw.get("otherNodes", ()),
             raw.get("shareCapacity"),
             raw.get("wholeResource"),
+            raw.get("convertsAs"),
         )
-        for raw in data.get("sharedDevices", ())
-    }
+        known = shared.get(raw["resource"])  # a name that means different things on different nodes
+        shared[raw["resource"]] = known._replace(more=(*known.more, entry)) if known else entry
     return with_shared_devices(config, shared)
 
 
@@ -450,10 +458,26 @@ class SharedDevices(NamedTuple):
     others: Sequence[Mapping[str, str]] = ()
     share_capacity: str | None = None
     whole_name: str | None = None  # the name of the devices unshared, for a renamed share (nvidia.com/gpu.shared)
+    # a name whose conversion the request gets where the nodes advertise something else under it: the MIG
+    # profile (`nvidia.com/mig-1g.10gb`) a MIG-single node advertises as `nvidia.com/gpu`
+    converts_as: str | None = None
+    # the nodes where the name means yet something else, each as its own entry (reason and others unused)
+    more: tuple[SharedDevices, ...] = ()
 
 
 def _label_sets(nodes: Sequence[Mapping[str, str]]) -> tuple[frozenset[tuple[str, str]], ...]:
     return tuple({frozenset((str(k), str(v)) for k, v in labels.items()) for labels in nodes})
+
+
+def _conversion(config: Config, name: str, shared: SharedDevices) -> DeviceRequestSpec | None:
+    """What a request for `name` becomes on nodes where it means `shared`: one share of the device, the
+    device `converts_as` names, or None (no claim means it)."""
+    resolved = config.mappings.resolve(name)
+    device = config.mappings.resolve(shared.whole_name) if shared.whole_name else resolved
+    if isinstance(device, DeviceRequestSpec) and shared.share_capacity:
+        return device._replace(resource=name, capacity=((shared.share_capacity, "1"),))
+    instead = config.mappings.resolve(shared.converts_as) if shared.converts_as else None
+    return instead._replace(resource=name) if isinstance(instead, DeviceRequestSpec) else None
 
 
 def with_shared_devices(config: Config, shares: Mapping[str, SharedDevices]) -> Config:
@@ -467,11 +491,10 @@ def with_shared_devices(config: Config, shares: Mapping[str, SharedDevices]) -> 
     for name, shared in shares.items():
         resolved = config.mappings.resolve(name)
         otherwise = resolved if isinstance(resolved, DeviceRequestSpec) else None
-        device = config.mappings.resolve(shared.whole_name) if shared.whole_name else resolved
-        share = None
-        if isinstance(device, DeviceRequestSpec) and shared.share_capacity:
-            share = device._replace(resource=name, capacity=((shared.share_capacity, "1"),))
-        where = SharedOn(_label_sets(shared.nodes), otherwise, _label_sets(shared.others), share)
+        more = tuple((_label_sets(m.nodes), _conversion(config, name, m)) for m in shared.more)
+        where = SharedOn(
+            _label_sets(shared.nodes), otherwise, _label_sets(shared.others), _conversion(config, name, shared), more
+        )
         overrides.append(DeviceMapping(resource=name, unconvertible=shared.reason, shared=where))
     return _with_overrides(config, overrides)
 

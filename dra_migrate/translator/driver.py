@@ -81,9 +81,12 @@ class Run:
         target = args.target_version or (cluster.minor_release if cluster is not None else None)
         config = load_config(args.config, target)
         if cluster is not None:  # its DeviceClasses decide KEP-5004; the names it shares are never claimed
-            from dra_migrate.planning.build import cluster_config
+            from dra_migrate.cluster.knowledge import cluster_config, knowledge_gaps
+            from dra_migrate.cluster.nodes import cluster_nodes
 
             config = cluster_config(cluster, config, args.consumable_shares)
+            for gap in knowledge_gaps(cluster, cluster_nodes(cluster, config.mappings.resolve)):
+                print(f"dra-migrate: warning: cluster: {gap}", file=sys.stderr)
         if args.strategy:
             config = with_strategy(config, args.strategy)
         # limits.MAX_DEPTH levels of nesting through recursive walks (Python 3.11 frames are cheap)
