@@ -125,7 +125,7 @@ def quantity(value: Any) -> int:
 def driver_of(spec: DeviceRequestSpec, state: ClusterState) -> str:
     """The DRA driver behind a mapping: the cluster's DeviceClass of that name, else the mapping's own
     class selectors (`device.driver == "gpu.nvidia.com"` for mig.nvidia.com), else the class name."""
-    from dra_migrate.engine.deviceclasses import class_selectors
+    from dra_migrate.engine import class_selectors
 
     expressions = [
         str(((selector or {}).get("cel") or {}).get("expression") or "")

@@ -34,7 +34,7 @@ KINDS: tuple[tuple[str, str, str, bool], ...] = (
 def _workload_kinds() -> tuple[tuple[str, str, str, bool], ...]:
     """Every other kind convert knows the pod templates of (PyTorchJob, RayCluster, JobSet, ...), by its
     plural resource name (the CRDs' own: the lower-case kind with an s)."""
-    from dra_migrate.engine.workloads import BUILTIN_WORKLOADS
+    from dra_migrate.engine import BUILTIN_WORKLOADS
 
     known = {(group, kind) for kind, group, *_ in KINDS}
     skipped = {("", "Pod"), ("", "PodTemplate"), ("", "ReplicationController")}

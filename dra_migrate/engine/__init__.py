@@ -35,7 +35,7 @@ from dra_migrate.engine.config import (
 )
 from dra_migrate.engine.containers import ALL_CONTAINERS, REQUESTING_CONTAINERS, pod_containers, resource_maps
 from dra_migrate.engine.convert import convert
-from dra_migrate.engine.deviceclasses import build_device_class, device_class_name
+from dra_migrate.engine.deviceclasses import build_device_class, class_selectors, device_class_name
 from dra_migrate.engine.findings import Finding, PathParts, json_path
 from dra_migrate.engine.mapping import (
     DeviceMapping,
@@ -45,13 +45,14 @@ from dra_migrate.engine.mapping import (
     is_extended_resource,
 )
 from dra_migrate.engine.memo import cached_by_marshal
+from dra_migrate.engine.placement import selects, tolerates
 from dra_migrate.engine.podspec import resource_entries
 from dra_migrate.engine.quantity import QuantityError, device_count
 from dra_migrate.engine.quota import REQUESTS_PREFIX, claim_quota_keys, class_quota_name
 from dra_migrate.engine.result import Conversion, ConversionResult
 from dra_migrate.engine.rules import RULES, Rule, rules_table
 from dra_migrate.engine.severity import Severity
-from dra_migrate.engine.strategy import ServingClass, Strategy, serving_classes
+from dra_migrate.engine.strategy import EXTENDED_RESOURCE_GATE, ServingClass, Strategy, serving_classes
 from dra_migrate.engine.templates import (
     MANAGED_BY_LABEL,
     MANAGED_BY_VALUE,
@@ -63,10 +64,13 @@ from dra_migrate.engine.templates import (
 from dra_migrate.engine.triggers import Route, TextTriggers, text_triggers
 from dra_migrate.engine.validation import cel_problem, dns_subdomain_problem
 from dra_migrate.engine.versions import DEFAULT_TARGET, RESOURCE_GROUP, Target, TargetVersionError
+from dra_migrate.engine.workloads import BUILTIN_WORKLOADS
 
 __all__ = [
     "ALL_CONTAINERS",
+    "BUILTIN_WORKLOADS",
     "DEFAULT_TARGET",
+    "EXTENDED_RESOURCE_GATE",
     "MANAGED_BY_LABEL",
     "MANAGED_BY_VALUE",
     "REQUESTING_CONTAINERS",
@@ -108,6 +112,7 @@ __all__ = [
     "changes",
     "claim_quota_keys",
     "class_quota_name",
+    "class_selectors",
     "convert",
     "default_config",
     "device_class_name",
@@ -123,11 +128,13 @@ __all__ = [
     "resource_maps",
     "rules_table",
     "same",
+    "selects",
     "serving_classes",
     "spec_key",
     "spec_matches",
     "template_name",
     "text_triggers",
+    "tolerates",
     "with_emitted_classes",
     "with_served_classes",
     "with_shared_devices",

@@ -14,6 +14,7 @@ from dra_migrate.cluster.nvidiadra import settings_text, shares_for
 from dra_migrate.cluster.nvidiaplugin import CONFIG_LABEL
 from dra_migrate.cluster.state import KINDS, ClusterState, name_of, namespace_of
 from dra_migrate.engine import (
+    EXTENDED_RESOURCE_GATE,
     Config,
     DeviceRequestSpec,
     Severity,
@@ -21,11 +22,11 @@ from dra_migrate.engine import (
     convert,
     is_extended_resource,
     resource_entries,
+    selects,
     serving_classes,
+    tolerates,
     with_shared_devices,
 )
-from dra_migrate.engine.placement import selects, tolerates
-from dra_migrate.engine.strategy import EXTENDED_RESOURCE_GATE
 from dra_migrate.planning.cutover import Stage, pool_steps, stages, why_kept
 from dra_migrate.planning.model import ClassMapping, Plan, Pool, Quota, SharedResource, Step, Workload
 

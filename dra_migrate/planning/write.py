@@ -9,8 +9,14 @@ from typing import Any
 import yaml
 
 from dra_migrate.cluster.nvidiadra import driver_values, driver_values_file
-from dra_migrate.engine import Config, DeviceRequestSpec, SharedDevices, build_device_class, convert
-from dra_migrate.engine.strategy import EXTENDED_RESOURCE_GATE
+from dra_migrate.engine import (
+    EXTENDED_RESOURCE_GATE,
+    Config,
+    DeviceRequestSpec,
+    SharedDevices,
+    build_device_class,
+    convert,
+)
 from dra_migrate.planning.cutover import Stage, moves_with_shares
 from dra_migrate.planning.model import Plan
 

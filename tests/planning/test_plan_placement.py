@@ -14,7 +14,7 @@ from test_node_model import configs, helm_plugin, plan_of
 
 from dra_migrate.cli import main
 from dra_migrate.cluster.snapshot import write_snapshot
-from dra_migrate.engine.placement import selects, tolerates
+from dra_migrate.engine import selects, tolerates
 
 TIME_SLICED = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n"
 LABELS = {"pool": "a", "gpus": "8", "zone": "z1"}

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dra_migrate.engine import default_config
-from dra_migrate.engine.findings import json_path
+from dra_migrate.engine import default_config, json_path
 from dra_migrate.translator.locate import document_line, field_lines, path_steps
 from dra_migrate.translator.pipeline import DocumentReport, RunOptions, process_json, process_yaml
 from dra_migrate.translator.registry import TemplateRegistry

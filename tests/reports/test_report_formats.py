@@ -25,7 +25,7 @@ import xmlschema
 from kubectl import require_standalone_kustomize
 from markdown_it import MarkdownIt
 
-from dra_migrate.engine.rules import BY_ID, RULES
+from dra_migrate.engine import RULES
 from dra_migrate.translator.kustomize import TEMPLATES_FILE
 
 HERE = Path(__file__).resolve().parent
@@ -48,6 +48,7 @@ def marked_findings(root: Path) -> Marked:
 
 
 MARKED = marked_findings(EXAMPLE)
+BY_ID = {rule.id: rule for rule in RULES}
 # --no-verify-render over the example's kustomization roots is said once, about the run (no file)
 UNVERIFIED = (None, None, "render-not-verified")
 

@@ -12,7 +12,7 @@ from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import quote
 
-from dra_migrate.engine.rules import RULES
+from dra_migrate.engine import RULES
 from dra_migrate.translator.formats.rows import description, in_file, where
 
 if TYPE_CHECKING:
