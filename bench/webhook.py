@@ -549,7 +549,7 @@ def main() -> int:
     parser.add_argument(
         "--overload",
         default="2,4",
-        help="multiples of the highest rate /mutate sustained to offer next, for load shedding ('' to skip)",
+        help="multiples of the highest rate /mutate sustained to offer next, for load shedding (e.g. 4; '' to skip)",
     )
     args = parser.parse_args()
     rates = [float(rate) for rate in args.rates.split(",")]
@@ -612,8 +612,32 @@ def main() -> int:
 @dataclass(frozen=True)
 class Overload:
     multiple: float
+    capacity: float  # the highest rate sustained, which `multiple` multiplies
     step: Step
     recovery_ms: float  # the slowest of the reviews sent one by one right after
+
+    @property
+    def goodput(self) -> float:
+        """Reviews converted per second, as a fraction of the rate sustained without overload."""
+        return self.step.achieved / self.capacity
+
+    @property
+    def met(self) -> bool:
+        step = self.step
+        refusals_fast = step.refused == 0 or step.refused_p99_ms <= OVERLOAD_REFUSED_P99_MS
+        return (
+            step.timeouts == 0
+            and self.goodput >= OVERLOAD_GOODPUT
+            and refusals_fast
+            and step.p99_ms <= OVERLOAD_ANSWERED_P99_MS
+        )
+
+
+# Targets under overload: every request answered before kube-apiserver gives up, most of the rate
+# sustained still converted, refusals at once, answers well within the webhook's timeout.
+OVERLOAD_GOODPUT = 0.9
+OVERLOAD_REFUSED_P99_MS = 100.0
+OVERLOAD_ANSWERED_P99_MS = 1000.0
 
 
 def overloaded(
@@ -631,7 +655,7 @@ def overloaded(
     for multiple in multiples:
         step = measure(setup, server_pid, load, capacity * multiple, args.duration)
         print_step(step)
-        out.append(Overload(multiple, step, recovery_ms(setup, load)))
+        out.append(Overload(multiple, capacity, step, recovery_ms(setup, load)))
     return out
 
 
@@ -659,16 +683,17 @@ def recovery_ms(setup: Attack, load: Load) -> float:
 def summarize_overload(overload: list[Overload]) -> None:
     if not overload:
         return
-    print("overload (targets: 0 timeouts, answered p99 <= 50 ms, 429 p99 <= 100 ms, next review < 10 ms):")
+    print(
+        f"overload (targets: 0 timeouts, goodput >= {OVERLOAD_GOODPUT:.0%} of the rate sustained, "
+        f"429 p99 <= {OVERLOAD_REFUSED_P99_MS:g} ms, answered p99 <= {OVERLOAD_ANSWERED_P99_MS:g} ms):"
+    )
     for run in overload:
         step = run.step
-        met = step.timeouts == 0 and step.p99_ms <= 50 and (step.refused == 0 or step.refused_p99_ms <= 100)
-        met = met and run.recovery_ms < 10
         print(
-            f"  {run.multiple:g}x ({step.offered:.0f}/s): {'met' if met else 'NOT met'}: {step.achieved:.0f}/s "
-            f"answered, p99 {step.p99_ms:.1f} ms; {step.refused} refused, p99 {step.refused_p99_ms:.1f} ms; "
-            f"{step.timeouts} timeouts, {step.other_errors} other failures; next reviews at most "
-            f"{run.recovery_ms:.1f} ms"
+            f"  {run.multiple:g}x ({step.offered:.0f}/s): {'met' if run.met else 'NOT met'}: {step.achieved:.0f}/s "
+            f"converted ({run.goodput:.0%} of {run.capacity:.0f}/s), p99 {step.p99_ms:.1f} ms; {step.refused} refused, "
+            f"p99 {step.refused_p99_ms:.1f} ms; {step.timeouts} timeouts, {step.other_errors} other failures; "
+            f"next reviews at most {run.recovery_ms:.1f} ms"
         )
 
 

@@ -16,9 +16,9 @@ gunicorn writes a response's header block and its body separately: two TLS recor
 encryptions and two system calls for every review. The header block is held back here and
 leaves with the body in one write.
 
-Each request, once read, waits for its turn behind the requests read before it (requests pipelined
-on one connection included), and that wait decides whether a review is served or refused at once
-(webhook/shedding.py); a refused one is answered here, without the app.
+Each request's wait, from its arrival (webhook/arrivals.py) to the moment its headers are parsed,
+decides whether a review is served or refused at once (webhook/shedding.py); a refused one is
+answered here, without the app.
 """
 
 from __future__ import annotations
@@ -39,8 +39,9 @@ from gunicorn.workers.ggevent import GeventWorker
 
 from dra_migrate.webhook import metrics
 from dra_migrate.webhook.app import OVERLOADED_RESPONSE
+from dra_migrate.webhook.arrivals import LoopClock, TimedConnection
 from dra_migrate.webhook.connections import ConnectionBook
-from dra_migrate.webhook.shedding import QueueDelayShedder
+from dra_migrate.webhook.shedding import StandingQueue
 from dra_migrate.webhook.tlshook import GunicornSSLContextHook
 
 # The requests refused under overload: reviews (the no-op route answers allowed and costs as little)
@@ -113,15 +114,16 @@ class HeadersWithBody:
 
 class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no type hints
     _connections: ConnectionBook[Any]
-    _requests = 0  # read and not answered yet
-    _shedder: QueueDelayShedder
+    _queue: StandingQueue
+    _loop_clock: LoopClock
 
     def run(self) -> None:
         capacity = self.worker_connections
         self._connections = ConnectionBook(
             capacity, per_client=int(capacity * CLIENT_SHARE_OF_CONNECTIONS), headroom=FREE_CONNECTION_SLOTS
         )
-        self._shedder = QueueDelayShedder()
+        self._queue = StandingQueue()
+        self._loop_clock = LoopClock(gevent.get_hub().loop, on_idle=self._queue.idle)
         gevent.spawn(self._close_idle_when_stopping)
         super().run()
 
@@ -149,6 +151,7 @@ class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no ty
                 duplicate.shutdown(socket.SHUT_RDWR)
 
     def handle(self, listener: Any, client: Any, addr: Any) -> None:
+        client = TimedConnection(client, self._loop_clock)
         if not self._connections.open(client, addr[0] if isinstance(addr, tuple) else str(addr)):
             metrics.connections_closed(metrics.CLIENT_OVER_SHARE)
             util.close(client)
@@ -173,26 +176,27 @@ class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no ty
         # Each read and write may wait as long as an idle kept-alive connection, no longer:
         # a request that stalls half-way ends too.
         client.settimeout(self.cfg.keepalive)
+        client.handshake_done()
         self._connections.waiting(client, first=True)
         AsyncWorker.handle(self, listener, client, addr)
 
-    def handle_request(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> Any:
+    def handle_request(self, listener_name: Any, req: Any, sock: TimedConnection, addr: Any) -> Any:
         self._connections.serving(sock)
-        self._requests += 1
         try:
             return self._serve_or_refuse(listener_name, req, sock, addr)
         finally:
-            self._requests -= 1
-            if not self._requests:
-                self._shedder.drained()
+            sock.answered()
             if self.alive:
                 self._connections.waiting(sock)
 
-    def _serve_or_refuse(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> Any:
-        read = time.monotonic()
-        gevent.sleep(0)  # its turn comes after the requests read before it: the wait is the queue ahead
-        if (req.method, req.path) in SHEDDABLE and self.alive and self._shedder.refuse(time.monotonic() - read):
-            return self._refuse(sock, read)
+    def _serve_or_refuse(self, listener_name: Any, req: Any, sock: TimedConnection, addr: Any) -> Any:
+        arrived = sock.arrived()
+        if (req.method, req.path) in SHEDDABLE and self.alive:
+            # A connection's first request belongs to the moment it was accepted: a burst of new
+            # connections arrives at once, though their handshakes end one after the other.
+            since = sock.accepted if not sock.requests else arrived
+            if self._queue.refuse(time.monotonic() - arrived, since):
+                return self._refuse(sock, arrived)
         out = HeadersWithBody(sock)
         try:
             return super().handle_request(listener_name, req, out, addr)
@@ -201,12 +205,12 @@ class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no ty
                 out.flush()
 
     @staticmethod
-    def _refuse(sock: Any, read: float) -> bool:
+    def _refuse(sock: Any, arrived: float) -> bool:
         """A 429 without running the app; the connection stays open (its parser skips the body)."""
         try:
             sock.sendall(OVERLOADED_RESPONSE)
         finally:
-            metrics.record_review(metrics.SHED_OUTCOME, time.monotonic() - read)
+            metrics.record_review(metrics.SHED_OUTCOME, time.monotonic() - arrived)
         return True
 
 
