@@ -152,11 +152,15 @@ class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no ty
 
     def handle(self, listener: Any, client: Any, addr: Any) -> None:
         client = TimedConnection(client, self._loop_clock)
-        if not self._connections.open(client, addr[0] if isinstance(addr, tuple) else str(addr)):
+        admitted, displaced = self._connections.open(client, addr[0] if isinstance(addr, tuple) else str(addr))
+        if not admitted:
             metrics.connections_closed(metrics.CLIENT_OVER_SHARE)
             util.close(client)
             return
         try:
+            if displaced:
+                self._shut_down(displaced)
+                metrics.connections_closed(metrics.CLIENT_OVER_SHARE, len(displaced))
             if reclaimed := self._connections.to_reclaim(_has_input):
                 self._shut_down(reclaimed)
                 metrics.connections_closed(metrics.RECLAIMED_WAITING, len(reclaimed))
