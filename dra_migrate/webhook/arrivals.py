@@ -67,14 +67,14 @@ class TimedConnection:
         self._sock = sock
         self._loop_clock = clock
         self._now = now
-        self.accepted = now()
+        self.accepted = self.handshaken = now()
         self._answered = self.accepted  # the previous answer left (or the handshake ended)
         self._arrived: float | None = None  # this request's, once a read waited for it
         self._previous = self.accepted  # the previous request's arrival (or the handshake's end)
         self.requests = 0
 
     def handshake_done(self) -> None:
-        self._answered = self._previous = self._now()
+        self.handshaken = self._answered = self._previous = self._now()
 
     def recv(self, size: int) -> bytes:
         if self._arrived is not None:

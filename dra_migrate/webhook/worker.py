@@ -33,7 +33,9 @@ from contextlib import contextmanager, suppress
 from typing import Any
 
 import gevent
+from gevent.server import StreamServer
 from gunicorn import util
+from gunicorn.workers import ggevent
 from gunicorn.workers.base_async import AsyncWorker
 from gunicorn.workers.ggevent import GeventWorker
 
@@ -49,6 +51,11 @@ SHEDDABLE = frozenset({("POST", "/mutate")})
 # On SIGTERM, how long a connection that has carried no request yet may still bring its first one:
 # kube-apiserver sends it right after the handshake, and never retries a POST on a new connection.
 FIRST_REQUEST_GRACE_SECONDS = 1.0
+# On SIGTERM, the listening socket stays open until no connection has come for ACCEPT_QUIET_SECONDS
+# (at most ACCEPT_DRAIN_SECONDS): closing it resets the connections already in its backlog, and
+# refuses those a client still sends there (an apiserver whose endpoints are not updated yet).
+ACCEPT_QUIET_SECONDS = 1.0
+ACCEPT_DRAIN_SECONDS = 5.0
 # A client that has not finished its handshake by then is not kube-apiserver (Go's own
 # client gives up after 10 s, and its handshakes take milliseconds).
 HANDSHAKE_TIMEOUT_SECONDS = 5.0
@@ -124,21 +131,41 @@ class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no ty
         )
         self._queue = StandingQueue()
         self._loop_clock = LoopClock(gevent.get_hub().loop, on_idle=self._queue.idle)
+        self._last_accept = time.monotonic()
         gevent.spawn(self._close_idle_when_stopping)
+        ggevent.StreamServer = _draining_stream_server(self._drain_accepts)  # this process's servers
         super().run()
+
+    def _drain_accepts(self) -> None:
+        """Before the worker closes its listening socket on SIGTERM: the connections still coming are
+        accepted and answered (each request with `Connection: close`) until none has come for a while."""
+        stopped = time.monotonic()
+        while True:
+            now = time.monotonic()
+            if now - max(stopped, self._last_accept) >= ACCEPT_QUIET_SECONDS or now - stopped >= ACCEPT_DRAIN_SECONDS:
+                return
+            gevent.sleep(0.05)
 
     def _close_idle_when_stopping(self) -> None:
         """gunicorn waits, on SIGTERM, until no connection is open, up to graceful_timeout: a kept-alive
         connection waiting for its next request (kube-apiserver keeps several) held every worker for the
         full 20 s and was then killed. Shut those down once the worker stops (a client retries a request
         it sent on a reused connection the server closed); reviews in progress finish, and their
-        connections close after the answer. A connection accepted just before has its first request on
-        the way, which nobody would retry: it gets FIRST_REQUEST_GRACE_SECONDS to arrive."""
+        connections close after the answer. A connection accepted just before, or while the worker
+        drains its listening socket, has its first request on the way, which nobody would retry: it
+        gets FIRST_REQUEST_GRACE_SECONDS from its handshake for it to arrive."""
         while self.alive:
             gevent.sleep(0.2)
-        self._shut_down(self._connections.waiting_connections(carried_one=True))
-        gevent.sleep(FIRST_REQUEST_GRACE_SECONDS)
-        self._shut_down(self._connections.waiting_connections())
+        while True:  # until the process exits
+            now = time.monotonic()
+            self._shut_down(
+                [
+                    connection
+                    for connection in self._connections.waiting_connections()
+                    if connection.requests or now - connection.handshaken >= FIRST_REQUEST_GRACE_SECONDS
+                ]
+            )
+            gevent.sleep(0.1)
 
     @staticmethod
     def _shut_down(connections: list[Any]) -> None:
@@ -152,6 +179,7 @@ class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no ty
 
     def handle(self, listener: Any, client: Any, addr: Any) -> None:
         client = TimedConnection(client, self._loop_clock)
+        self._last_accept = client.accepted
         admitted, displaced = self._connections.open(client, addr[0] if isinstance(addr, tuple) else str(addr))
         if not admitted:
             metrics.connections_closed(metrics.CLIENT_OVER_SHARE)
@@ -216,6 +244,18 @@ class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no ty
         finally:
             metrics.record_review(metrics.SHED_OUTCOME, time.monotonic() - arrived)
         return True
+
+
+def _draining_stream_server(drain: Callable[[], None]) -> type[StreamServer]:
+    """gevent's StreamServer whose close (gunicorn's worker calls it once stopping) first lets `drain`
+    run, accepting and serving meanwhile."""
+
+    class DrainingStreamServer(StreamServer):  # type: ignore[misc]  # gevent ships partial hints
+        def close(self) -> None:
+            drain()
+            super().close()
+
+    return DrainingStreamServer
 
 
 @contextmanager
