@@ -24,6 +24,8 @@ answered here, without the app.
 from __future__ import annotations
 
 import _socket
+import ctypes
+import ctypes.util
 import os
 import socket
 import ssl
@@ -42,6 +44,7 @@ from gunicorn.workers.ggevent import GeventWorker
 from dra_migrate.webhook import metrics
 from dra_migrate.webhook.app import OVERLOADED_RESPONSE
 from dra_migrate.webhook.arrivals import LoopClock, TimedConnection
+from dra_migrate.webhook.bodies import BodyBudget, declared_size
 from dra_migrate.webhook.connections import ConnectionBook
 from dra_migrate.webhook.shedding import StandingQueue
 from dra_migrate.webhook.tlshook import GunicornSSLContextHook
@@ -122,6 +125,8 @@ class HeadersWithBody:
 class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no type hints
     _connections: ConnectionBook[Any]
     _queue: StandingQueue
+    _bodies: BodyBudget
+    _last_accept: float
     _loop_clock: LoopClock
 
     def run(self) -> None:
@@ -130,6 +135,8 @@ class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no ty
             capacity, per_client=int(capacity * CLIENT_SHARE_OF_CONNECTIONS), headroom=FREE_CONNECTION_SLOTS
         )
         self._queue = StandingQueue()
+        self._bodies = BodyBudget()
+        _return_large_buffers_to_the_os()
         self._loop_clock = LoopClock(gevent.get_hub().loop, on_idle=self._queue.idle)
         self._last_accept = time.monotonic()
         gevent.spawn(self._close_idle_when_stopping)
@@ -222,13 +229,23 @@ class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no ty
                 self._connections.waiting(sock)
 
     def _serve_or_refuse(self, listener_name: Any, req: Any, sock: TimedConnection, addr: Any) -> Any:
+        if (req.method, req.path) not in SHEDDABLE:
+            return self._serve(listener_name, req, sock, addr)
         arrived = sock.arrived()
-        if (req.method, req.path) in SHEDDABLE and self.alive:
-            # A connection's first request belongs to the moment it was accepted: a burst of new
-            # connections arrives at once, though their handshakes end one after the other.
-            since = sock.accepted if not sock.requests else arrived
-            if self._queue.refuse(time.monotonic() - arrived, since):
-                return self._refuse(sock, arrived)
+        # A connection's first request belongs to the moment it was accepted: a burst of new
+        # connections arrives at once, though their handshakes end one after the other.
+        since = sock.accepted if not sock.requests else arrived
+        if self.alive and self._queue.refuse(time.monotonic() - arrived, since):
+            return self._refuse(sock, arrived)
+        size = declared_size(req.headers)
+        if not self._bodies.take(size):  # its body would take memory past the worker's budget
+            return self._refuse(sock, arrived)
+        try:
+            return self._serve(listener_name, req, sock, addr)
+        finally:  # answered, or its connection cut
+            self._bodies.give_back(size)
+
+    def _serve(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> Any:
         out = HeadersWithBody(sock)
         try:
             return super().handle_request(listener_name, req, out, addr)
@@ -244,6 +261,22 @@ class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no ty
         finally:
             metrics.record_review(metrics.SHED_OUTCOME, time.monotonic() - arrived)
         return True
+
+
+def _return_large_buffers_to_the_os() -> None:
+    """glibc serves a freed large buffer's memory to later ones instead of returning it, once it has
+    raised its mmap threshold past that size (it does after the first such free): a few large
+    reviews left the worker's memory high for good. A fixed threshold keeps every buffer over it
+    (request bodies, their parsed copies' large strings) in its own mapping, returned when freed."""
+    path = ctypes.util.find_library("c")
+    if path is None:
+        return
+    with suppress(OSError, AttributeError):
+        ctypes.CDLL(path).mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_BYTES)
+
+
+_M_MMAP_THRESHOLD = -3  # glibc's malloc.h
+_MMAP_THRESHOLD_BYTES = 256 * 1024
 
 
 def _draining_stream_server(drain: Callable[[], None]) -> type[StreamServer]:
