@@ -11,7 +11,8 @@ queued ahead of it.
   TARGET_SECONDS and the worker never ran out of work in between (its event loop never waited for
   input: `idle`). More arrives than the worker serves, for longer than the interval.
 - While the queue stands, a review that arrived after it began to stand (on a new connection: whose
-  connection was accepted after) and waited more than TARGET_SECONDS is refused (HTTP 429, no
+  connection was accepted more than an interval after, the time a burst's connections take to come)
+  and waited more than TARGET_SECONDS is refused (HTTP 429, no
   Retry-After, so kube-apiserver applies the webhook's failurePolicy at once;
   tests/e2e/test_refusal_status.py). A refusal costs a fraction of a review,
   so the queue empties down to the target: the reviews served waited about TARGET_SECONDS, and the
@@ -58,7 +59,7 @@ class StandingQueue:
 
     def refuse(self, sojourn: float, arrived: float) -> bool:
         """Whether a review taken up now, which waited `sojourn` seconds and arrived at `arrived`
-        (the clock's time; a new connection's first review: when the connection was accepted), is
+        (the clock's time; a new connection's first review: an interval before it was accepted), is
         refused rather than served."""
         if sojourn > LATE_SECONDS:
             return True

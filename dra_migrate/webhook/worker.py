@@ -46,7 +46,7 @@ from dra_migrate.webhook.app import OVERLOADED_RESPONSE
 from dra_migrate.webhook.arrivals import LoopClock, TimedConnection
 from dra_migrate.webhook.bodies import BodyBudget, declared_size
 from dra_migrate.webhook.connections import ConnectionBook
-from dra_migrate.webhook.shedding import StandingQueue
+from dra_migrate.webhook.shedding import INTERVAL_SECONDS, StandingQueue
 from dra_migrate.webhook.tlshook import GunicornSSLContextHook
 
 # The requests refused under overload: reviews (the no-op route answers allowed and costs as little)
@@ -232,9 +232,10 @@ class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no ty
         if (req.method, req.path) not in SHEDDABLE:
             return self._serve(listener_name, req, sock, addr)
         arrived = sock.arrived()
-        # A connection's first request belongs to the moment it was accepted: a burst of new
-        # connections arrives at once, though their handshakes end one after the other.
-        since = sock.accepted if not sock.requests else arrived
+        # A connection's first request belongs to the moment it was accepted, an interval earlier:
+        # a burst of new connections (kube-apiserver dials one per review it cannot put on an idle
+        # connection) arrives over a moment, and their handshakes end one after the other.
+        since = sock.accepted - INTERVAL_SECONDS if not sock.requests else arrived
         if self.alive and self._queue.refuse(time.monotonic() - arrived, since):
             return self._refuse(sock, arrived)
         size = declared_size(req.headers)
