@@ -59,29 +59,57 @@ class LoopClock:
         return max(self._previous, not_before)
 
 
+# What a worker may do with the bytes read where a request begins, before gunicorn parses them:
+# the bytes left for gunicorn (webhook/quickrefusal.py).
+Screen = Callable[["TimedConnection", bytes], bytes]
+
+
 class TimedConnection:
     """A client socket as gunicorn's parser reads it, noting when each request arrived: the first
-    read after an answer that had to wait for input dates the next request (see above)."""
+    read after an answer that had to wait for input dates the next request (see above). Where a
+    request begins (`at_boundary`: nothing of it read yet, nothing of the previous one left), what
+    is read goes through `screen` first."""
 
-    def __init__(self, sock: Any, clock: LoopClock, now: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, sock: Any, clock: LoopClock, screen: Screen | None = None, now: Callable[[], float] = time.monotonic
+    ) -> None:
         self._sock = sock
         self._loop_clock = clock
+        self._screen = screen
         self._now = now
         self.accepted = self.handshaken = now()
         self._answered = self.accepted  # the previous answer left (or the handshake ended)
         self._arrived: float | None = None  # this request's, once a read waited for it
         self._previous = self.accepted  # the previous request's arrival (or the handshake's end)
         self.requests = 0
+        self.at_boundary = False
 
     def handshake_done(self) -> None:
         self.handshaken = self._answered = self._previous = self._now()
+        self.at_boundary = True
 
     def recv(self, size: int) -> bytes:
+        while True:
+            data = self._dated_recv(size)
+            if not data or not self.at_boundary or self._screen is None:
+                break
+            data = self._screen(self, data)
+            if data:
+                break
+            # every request read was answered there: the next one begins at the next read
+        if data:
+            self.at_boundary = False
+        return data
+
+    def recv_undated(self, size: int) -> bytes:
+        data: bytes = self._sock.recv(size)
+        return data
+
+    def _dated_recv(self, size: int) -> bytes:
         if self._arrived is not None:
-            data: bytes = self._sock.recv(size)
-            return data
+            return self.recv_undated(size)
         before = self._loop_clock.iteration
-        data = self._sock.recv(size)
+        data = self.recv_undated(size)
         if self._loop_clock.iteration != before:
             self._arrived = self._loop_clock.arrival(self._answered)
         return data

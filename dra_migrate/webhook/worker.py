@@ -37,6 +37,7 @@ from typing import Any
 import gevent
 from gevent.server import StreamServer
 from gunicorn import util
+from gunicorn.http.body import LengthReader
 from gunicorn.workers import ggevent
 from gunicorn.workers.base_async import AsyncWorker
 from gunicorn.workers.ggevent import GeventWorker
@@ -46,6 +47,8 @@ from dra_migrate.webhook.app import OVERLOADED_RESPONSE
 from dra_migrate.webhook.arrivals import LoopClock, TimedConnection
 from dra_migrate.webhook.bodies import BodyBudget, declared_size
 from dra_migrate.webhook.connections import ConnectionBook
+from dra_migrate.webhook.quickrefusal import MAX_BODY_BYTES as QUICK_BODY_BYTES
+from dra_migrate.webhook.quickrefusal import refusable_size
 from dra_migrate.webhook.shedding import INTERVAL_SECONDS, StandingQueue
 from dra_migrate.webhook.tlshook import GunicornSSLContextHook
 
@@ -185,7 +188,7 @@ class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no ty
                 duplicate.shutdown(socket.SHUT_RDWR)
 
     def handle(self, listener: Any, client: Any, addr: Any) -> None:
-        client = TimedConnection(client, self._loop_clock)
+        client = TimedConnection(client, self._loop_clock, screen=self._refuse_early)
         self._last_accept = client.accepted
         admitted, displaced = self._connections.open(client, addr[0] if isinstance(addr, tuple) else str(addr))
         if not admitted:
@@ -225,8 +228,31 @@ class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no ty
             return self._serve_or_refuse(listener_name, req, sock, addr)
         finally:
             sock.answered()
+            sock.at_boundary = _request_read(req)
             if self.alive:
                 self._connections.waiting(sock)
+
+    def _refuse_early(self, sock: TimedConnection, data: bytes) -> bytes:
+        """Where a request begins, while the queue stands: the plain review requests at the head of
+        `data` that the queue refuses are answered here, without gunicorn's parser (which costs more
+        than the refusal, webhook/quickrefusal.py); what is left goes to gunicorn."""
+        while data and self._queue.standing and self.alive:
+            size = refusable_size(data)
+            if size is None:
+                break
+            arrived = sock.arrived()
+            since = sock.accepted - INTERVAL_SECONDS if not sock.requests else arrived
+            if not self._queue.refuse(time.monotonic() - arrived, since):  # no change while it stands
+                break
+            while len(data) < size:  # the rest of its body
+                more = sock.recv_undated(size - len(data))
+                if not more:
+                    return b""
+                data += more
+            data = data[size:]
+            self._refuse(sock, arrived)
+            sock.answered()
+        return data
 
     def _serve_or_refuse(self, listener_name: Any, req: Any, sock: TimedConnection, addr: Any) -> Any:
         if (req.method, req.path) not in SHEDDABLE:
@@ -237,6 +263,7 @@ class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no ty
         # connection) arrives over a moment, and their handshakes end one after the other.
         since = sock.accepted - INTERVAL_SECONDS if not sock.requests else arrived
         if self.alive and self._queue.refuse(time.monotonic() - arrived, since):
+            _read_small_body(req)
             return self._refuse(sock, arrived)
         size = declared_size(req.headers)
         if not self._bodies.take(size):  # its body would take memory past the worker's budget
@@ -262,6 +289,25 @@ class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no ty
         finally:
             metrics.record_review(metrics.SHED_OUTCOME, time.monotonic() - arrived)
         return True
+
+
+def _read_small_body(req: Any) -> None:
+    """Read the body of a request refused unread when it is small (gunicorn would skip it next), so
+    that the next request begins where the connection's reads begin."""
+    reader = getattr(req.body, "reader", None)
+    if isinstance(reader, LengthReader) and reader.length <= QUICK_BODY_BYTES:
+        req.body.read()
+
+
+def _request_read(req: Any) -> bool:
+    """Whether the request is read to its end and nothing after it was read ahead: the next read of
+    the connection begins the next request."""
+    reader = getattr(req.body, "reader", None)
+    if not isinstance(reader, LengthReader) or reader.length:
+        return False
+    buffered = req.unreader.buf
+    buffered.seek(0, os.SEEK_END)
+    return bool(buffered.tell() == 0)
 
 
 def _return_large_buffers_to_the_os() -> None:

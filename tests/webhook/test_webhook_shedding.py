@@ -106,8 +106,8 @@ def test_a_queue_that_stands_again_after_an_idle_moment_is_met_after_a_whole_int
     assert _take(queue, clock, TARGET_SECONDS * 4, step=TARGET_SECONDS * 5)
 
 
-def _request(body: bytes) -> bytes:
-    head = "POST /mutate HTTP/1.1\r\nHost: webhook\r\nContent-Type: application/json\r\n"
+def _request(body: bytes, extra: str = "") -> bytes:
+    head = f"POST /mutate HTTP/1.1\r\nHost: webhook\r\nContent-Type: application/json\r\n{extra}"
     head += f"Content-Length: {len(body)}\r\n\r\n"
     return head.encode() + body
 
@@ -144,9 +144,10 @@ def test_a_worker_under_sustained_overload_refuses_quickly_and_recovers(
     start_server: StartServer, kubeconfig: Path, tls_dir: Path
 ) -> None:
     """40 connections keep 5 reviews each in flight for 3 s: far more than one worker serves. Every
-    request is answered; the first round arrived at once (a burst) and is served, and what arrives
-    once the queue stands is refused from the next round on, with the overload Status. The worker
-    serves normally right after."""
+    request is answered, in order (refusals made from a request's bytes and those made after
+    gunicorn parsed it interleave on each connection); the first round arrived at once (a burst)
+    and is served, and what arrives once the queue stands is refused from the next round on, with
+    the overload Status. The worker serves normally right after."""
     server = start_server(kubeconfig=kubeconfig, workers=1)
     review = _heavy_review()
     assert server.review(json.loads(review))["allowed"] is True  # the template exists, the caches are warm
@@ -161,7 +162,8 @@ def test_a_worker_under_sustained_overload_refuses_quickly_and_recovers(
             connected.wait()
             until = time.monotonic() + 3.0
             while time.monotonic() < until:
-                conn.sendall(_request(review) * depth)
+                # Plain requests, refused from their bytes, and one that gunicorn parses first.
+                conn.sendall(_request(review) * (depth - 1) + _request(review, "Connection: keep-alive\r\n"))
                 got = _responses(conn, depth)
                 with lock:
                     answers.extend(got)
