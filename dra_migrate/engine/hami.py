@@ -11,9 +11,10 @@ equivalent: the scheduler picks among matching devices by itself.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
+
+from dra_migrate.engine.cel_literal import cel_list, cel_string
 
 NVIDIA_DRIVER = "gpu.nvidia.com"
 GPU_CLASS = "gpu.nvidia.com"
@@ -26,11 +27,11 @@ def _values(text: str) -> list[str]:
 
 
 def _any_contains(values: list[str]) -> str:
-    return " || ".join(f"{_ATTRIBUTES}.productName.contains({json.dumps(v)})" for v in values)
+    return " || ".join(f"{_ATTRIBUTES}.productName.contains({cel_string(v)})" for v in values)
 
 
 def _uuid_in(values: list[str]) -> str:
-    return f"{_ATTRIBUTES}.uuid in {json.dumps(values)}"
+    return f"{_ATTRIBUTES}.uuid in {cel_list(values)}"
 
 
 def selectors(annotations: Mapping[str, Any]) -> list[tuple[str, str]]:

@@ -29,6 +29,7 @@ from gunicorn.http.errors import ParseException
 from werkzeug.exceptions import HTTPException
 
 from dra_migrate.webhook import deadline, metrics
+from dra_migrate.webhook.bodies import MAX_REVIEW_BYTES
 from dra_migrate.webhook.envelope import (
     AdmissionRequest,
     AdmissionResponse,
@@ -40,9 +41,9 @@ from dra_migrate.webhook.review import Reviewer
 
 log = logging.getLogger(__name__)
 
-# kube-apiserver limits request bodies to 3 MiB, so a bigger review cannot be a real one.
-MAX_BODY_BYTES = 3 * 1024 * 1024
-DRAIN_LIMIT_BYTES = 4 * MAX_BODY_BYTES
+# The largest review of a pod kube-apiserver can store (webhook/bodies.py); a bigger one is not real.
+MAX_BODY_BYTES = MAX_REVIEW_BYTES
+DRAIN_LIMIT_BYTES = 2 * MAX_BODY_BYTES
 JSON = "application/json"
 
 

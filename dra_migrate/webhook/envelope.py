@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 API_VERSIONS = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
+_NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 
 class InvalidReviewError(ValueError):
@@ -76,6 +78,10 @@ def parse_review(body: Any) -> AdmissionRequest:
     namespace = _text(request.get("namespace"), "request.namespace")
     if operation == "CREATE" and kind.get("kind") == "Pod" and not namespace:
         raise InvalidReviewError("request.namespace is required for a Pod (pods are namespaced)")
+    if namespace and not _NAMESPACE.fullmatch(namespace):
+        # kube-apiserver only sends namespaces that exist, whose names are DNS-1123 labels; any other
+        # comes from a direct POST, and would end up in the path of the server's API calls.
+        raise InvalidReviewError(f"request.namespace must be a namespace name (a DNS-1123 label), got {namespace!r}")
     dry_run = request.get("dryRun", False)
     if not isinstance(dry_run, bool):
         raise InvalidReviewError("request.dryRun must be a boolean")

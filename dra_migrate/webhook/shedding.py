@@ -1,30 +1,32 @@
-"""When a worker refuses a review at once instead of serving it late: a queue-delay rule (after
-CoDel, with a window sized for admission bursts rather than network round trips).
+"""When a worker refuses a review at once instead of serving it late: a standing-queue rule after
+CoDel (Nichols and Jacobson, "Controlling Queue Delay"), with a target of TARGET_SECONDS and an
+interval of INTERVAL_SECONDS.
 
-A review's wait is how long it stood in the worker's queue: from the moment its request was read to
-its turn, after the requests read before it (webhook/worker.py measures it). A worker serves one
-review at a time, so the wait is the work queued ahead of it, new connections' handshakes included.
+A review's sojourn is the time from its arrival (its first bytes on a kept-alive connection, or the
+end of the TLS handshake on a new one; webhook/arrivals.py estimates it from the event loop) to the
+moment its worker takes it up. A worker serves one review at a time, so the sojourn is the work
+queued ahead of it.
 
-- While the queue drains now and then (it emptied, or some review waited at most TARGET_SECONDS, in
-  the last BURST_SECONDS), a burst is absorbed: a review is served unless it waited so long that its
-  answer would come after kube-apiserver gave up (LATE_SECONDS, webhook/deadline.py).
-- When no review has waited less than TARGET_SECONDS for a whole BURST_SECONDS, the queue is
-  standing: more arrives than the worker serves, for longer than a burst lasts. Then a review that
-  waited more than TARGET_SECONDS is refused (HTTP 429, no Retry-After, so kube-apiserver applies the
-  webhook's failurePolicy at once; tests/e2e/test_refusal_status.py), at a fraction of a review's
-  cost, and the queue stays short: the reviews served wait about TARGET_SECONDS, the refused ones get
-  their answer as fast.
-
-Once the queue has stood, the worker stays wary for WARY_SECONDS after its last refusal: a queue that
-stands again within TARGET_WINDOW_SECONDS is taken for the same overload (the refusals emptied it for
-a moment, not the load), as CoDel re-enters its dropping state at once after leaving it.
-
-BURST_SECONDS: 200 pods created at once through kube-apiserver (200 new TLS connections and reviews,
-tests/e2e/test_webhook_load_e2e.py) kept a worker's queue standing for hundreds of milliseconds on the
-2-core test machine, and a 50 ms window refused part of them: pods that could have been admitted in
-time. A refusal still costs the request's TLS read and HTTP parsing (about a quarter of a review), so
-TARGET_SECONDS is low: at 5 ms a worker at twice its capacity kept serving nearly all it could and had
-too little left to refuse the rest (bench/webhook.py --pinned).
+- The queue stands when every review taken up for a whole INTERVAL_SECONDS waited more than
+  TARGET_SECONDS and the worker never ran out of work in between (its event loop never waited for
+  input: `idle`). More arrives than the worker serves, for longer than the interval.
+- While the queue stands, a review that arrived after it began to stand (on a new connection: whose
+  connection was accepted more than an interval after, the time a burst's connections take to come)
+  and waited more than TARGET_SECONDS is refused (HTTP 429, no
+  Retry-After, so kube-apiserver applies the webhook's failurePolicy at once;
+  tests/e2e/test_refusal_status.py). A refusal costs a fraction of a review,
+  so the queue empties down to the target: the reviews served waited about TARGET_SECONDS, and the
+  refused ones get their answer as fast.
+- The reviews that arrived before the queue began to stand are served: a burst (200 pods created at
+  once: 200 new connections and reviews) arrives within milliseconds and then only drains, so none of
+  it is refused however long it takes to drain. A sustained overload keeps arriving and is refused.
+  A review whose answer would come after kube-apiserver gave up (LATE_SECONDS, webhook/deadline.py)
+  is refused whenever it arrived: its answer is of no use.
+- The queue stops standing when the worker runs out of work (`idle`), and nothing outlives that: the
+  queue must stand for a whole interval again before anything is refused. An idle worker therefore
+  never refuses: refusing takes reviews that waited past the target for a whole interval without
+  one idle moment. (Under a sustained overload the worker never runs out of work, refusals
+  included, so the state lasts as long as the overload.)
 """
 
 from __future__ import annotations
@@ -34,33 +36,44 @@ from collections.abc import Callable
 
 from dra_migrate.webhook.deadline import MARGIN_SECONDS, REVIEW_SECONDS
 
-TARGET_SECONDS = 0.002
-BURST_SECONDS = 2.0
-TARGET_WINDOW_SECONDS = 0.05
-WARY_SECONDS = 10.0
+TARGET_SECONDS = 0.005
+INTERVAL_SECONDS = 0.1
 LATE_SECONDS = REVIEW_SECONDS - MARGIN_SECONDS
 
 
-class QueueDelayShedder:
+class StandingQueue:
     """One per worker process; not thread-safe (a gevent worker runs one greenlet at a time)."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
-        self._drained = clock()  # the last time the queue emptied or a review waited at most the target
-        self._refused = -WARY_SECONDS  # the last refusal while the queue stood
+        self._above_since: float | None = None  # first of an unbroken run of reviews over the target
+        self._standing_since: float | None = None  # the queue stands (CoDel's dropping state)
 
-    def drained(self) -> None:
-        """The worker has no request left (the last one was answered): the queue is empty."""
-        self._drained = self._clock()
+    @property
+    def standing(self) -> bool:
+        return self._standing_since is not None
 
-    def refuse(self, waited: float) -> bool:
-        """Whether the review that waited `waited` seconds is refused rather than served."""
-        now = self._clock()
-        if waited <= TARGET_SECONDS:
-            self._drained = now
-            return False
-        window = TARGET_WINDOW_SECONDS if now - self._refused < WARY_SECONDS else BURST_SECONDS
-        if now - self._drained > window:
-            self._refused = now
+    def idle(self) -> None:
+        """The worker ran out of work (its event loop waited for input): the queue is empty."""
+        self._above_since = self._standing_since = None
+
+    def refuse(self, sojourn: float, arrived: float) -> bool:
+        """Whether a review taken up now, which waited `sojourn` seconds and arrived at `arrived`
+        (the clock's time; a new connection's first review: an interval before it was accepted), is
+        refused rather than served."""
+        if sojourn > LATE_SECONDS:
             return True
-        return waited > LATE_SECONDS
+        if sojourn <= TARGET_SECONDS:
+            if self._standing_since is None:
+                self._above_since = None
+            return False
+        now = self._clock()
+        if self._standing_since is None:
+            if self._above_since is None:
+                self._above_since = now
+                return False
+            elif now - self._above_since >= INTERVAL_SECONDS:
+                self._standing_since = now
+            else:
+                return False
+        return arrived >= self._standing_since

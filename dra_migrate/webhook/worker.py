@@ -16,14 +16,16 @@ gunicorn writes a response's header block and its body separately: two TLS recor
 encryptions and two system calls for every review. The header block is held back here and
 leaves with the body in one write.
 
-Each request, once read, waits for its turn behind the requests read before it (requests pipelined
-on one connection included), and that wait decides whether a review is served or refused at once
-(webhook/shedding.py); a refused one is answered here, without the app.
+Each request's wait, from its arrival (webhook/arrivals.py) to the moment its headers are parsed,
+decides whether a review is served or refused at once (webhook/shedding.py); a refused one is
+answered here, without the app.
 """
 
 from __future__ import annotations
 
 import _socket
+import ctypes
+import ctypes.util
 import os
 import socket
 import ssl
@@ -33,14 +35,21 @@ from contextlib import contextmanager, suppress
 from typing import Any
 
 import gevent
+from gevent.server import StreamServer
 from gunicorn import util
+from gunicorn.http.body import LengthReader
+from gunicorn.workers import ggevent
 from gunicorn.workers.base_async import AsyncWorker
 from gunicorn.workers.ggevent import GeventWorker
 
 from dra_migrate.webhook import metrics
 from dra_migrate.webhook.app import OVERLOADED_RESPONSE
+from dra_migrate.webhook.arrivals import LoopClock, TimedConnection
+from dra_migrate.webhook.bodies import BodyBudget, declared_size
 from dra_migrate.webhook.connections import ConnectionBook
-from dra_migrate.webhook.shedding import QueueDelayShedder
+from dra_migrate.webhook.quickrefusal import MAX_BODY_BYTES as QUICK_BODY_BYTES
+from dra_migrate.webhook.quickrefusal import refusable_size
+from dra_migrate.webhook.shedding import INTERVAL_SECONDS, StandingQueue
 from dra_migrate.webhook.tlshook import GunicornSSLContextHook
 
 # The requests refused under overload: reviews (the no-op route answers allowed and costs as little)
@@ -48,6 +57,11 @@ SHEDDABLE = frozenset({("POST", "/mutate")})
 # On SIGTERM, how long a connection that has carried no request yet may still bring its first one:
 # kube-apiserver sends it right after the handshake, and never retries a POST on a new connection.
 FIRST_REQUEST_GRACE_SECONDS = 1.0
+# On SIGTERM, the listening socket stays open until no connection has come for ACCEPT_QUIET_SECONDS
+# (at most ACCEPT_DRAIN_SECONDS): closing it resets the connections already in its backlog, and
+# refuses those a client still sends there (an apiserver whose endpoints are not updated yet).
+ACCEPT_QUIET_SECONDS = 1.0
+ACCEPT_DRAIN_SECONDS = 5.0
 # A client that has not finished its handshake by then is not kube-apiserver (Go's own
 # client gives up after 10 s, and its handshakes take milliseconds).
 HANDSHAKE_TIMEOUT_SECONDS = 5.0
@@ -113,30 +127,55 @@ class HeadersWithBody:
 
 class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no type hints
     _connections: ConnectionBook[Any]
-    _requests = 0  # read and not answered yet
-    _shedder: QueueDelayShedder
+    _queue: StandingQueue
+    _bodies: BodyBudget
+    _last_accept: float
+    _loop_clock: LoopClock
 
     def run(self) -> None:
         capacity = self.worker_connections
         self._connections = ConnectionBook(
             capacity, per_client=int(capacity * CLIENT_SHARE_OF_CONNECTIONS), headroom=FREE_CONNECTION_SLOTS
         )
-        self._shedder = QueueDelayShedder()
+        self._queue = StandingQueue()
+        self._bodies = BodyBudget()
+        _return_large_buffers_to_the_os()
+        self._loop_clock = LoopClock(gevent.get_hub().loop, on_idle=self._queue.idle)
+        self._last_accept = time.monotonic()
         gevent.spawn(self._close_idle_when_stopping)
+        ggevent.StreamServer = _draining_stream_server(self._drain_accepts)  # this process's servers
         super().run()
+
+    def _drain_accepts(self) -> None:
+        """Before the worker closes its listening socket on SIGTERM: the connections still coming are
+        accepted and answered (each request with `Connection: close`) until none has come for a while."""
+        stopped = time.monotonic()
+        while True:
+            now = time.monotonic()
+            if now - max(stopped, self._last_accept) >= ACCEPT_QUIET_SECONDS or now - stopped >= ACCEPT_DRAIN_SECONDS:
+                return
+            gevent.sleep(0.05)
 
     def _close_idle_when_stopping(self) -> None:
         """gunicorn waits, on SIGTERM, until no connection is open, up to graceful_timeout: a kept-alive
         connection waiting for its next request (kube-apiserver keeps several) held every worker for the
         full 20 s and was then killed. Shut those down once the worker stops (a client retries a request
         it sent on a reused connection the server closed); reviews in progress finish, and their
-        connections close after the answer. A connection accepted just before has its first request on
-        the way, which nobody would retry: it gets FIRST_REQUEST_GRACE_SECONDS to arrive."""
+        connections close after the answer. A connection accepted just before, or while the worker
+        drains its listening socket, has its first request on the way, which nobody would retry: it
+        gets FIRST_REQUEST_GRACE_SECONDS from its handshake for it to arrive."""
         while self.alive:
             gevent.sleep(0.2)
-        self._shut_down(self._connections.waiting_connections(carried_one=True))
-        gevent.sleep(FIRST_REQUEST_GRACE_SECONDS)
-        self._shut_down(self._connections.waiting_connections())
+        while True:  # until the process exits
+            now = time.monotonic()
+            self._shut_down(
+                [
+                    connection
+                    for connection in self._connections.waiting_connections()
+                    if connection.requests or now - connection.handshaken >= FIRST_REQUEST_GRACE_SECONDS
+                ]
+            )
+            gevent.sleep(0.1)
 
     @staticmethod
     def _shut_down(connections: list[Any]) -> None:
@@ -149,11 +188,17 @@ class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no ty
                 duplicate.shutdown(socket.SHUT_RDWR)
 
     def handle(self, listener: Any, client: Any, addr: Any) -> None:
-        if not self._connections.open(client, addr[0] if isinstance(addr, tuple) else str(addr)):
+        client = TimedConnection(client, self._loop_clock, screen=self._refuse_early)
+        self._last_accept = client.accepted
+        admitted, displaced = self._connections.open(client, addr[0] if isinstance(addr, tuple) else str(addr))
+        if not admitted:
             metrics.connections_closed(metrics.CLIENT_OVER_SHARE)
             util.close(client)
             return
         try:
+            if displaced:
+                self._shut_down(displaced)
+                metrics.connections_closed(metrics.CLIENT_OVER_SHARE, len(displaced))
             if reclaimed := self._connections.to_reclaim(_has_input):
                 self._shut_down(reclaimed)
                 metrics.connections_closed(metrics.RECLAIMED_WAITING, len(reclaimed))
@@ -173,26 +218,62 @@ class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no ty
         # Each read and write may wait as long as an idle kept-alive connection, no longer:
         # a request that stalls half-way ends too.
         client.settimeout(self.cfg.keepalive)
+        client.handshake_done()
         self._connections.waiting(client, first=True)
         AsyncWorker.handle(self, listener, client, addr)
 
-    def handle_request(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> Any:
+    def handle_request(self, listener_name: Any, req: Any, sock: TimedConnection, addr: Any) -> Any:
         self._connections.serving(sock)
-        self._requests += 1
         try:
             return self._serve_or_refuse(listener_name, req, sock, addr)
         finally:
-            self._requests -= 1
-            if not self._requests:
-                self._shedder.drained()
+            sock.answered()
+            sock.at_boundary = _request_read(req)
             if self.alive:
                 self._connections.waiting(sock)
 
-    def _serve_or_refuse(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> Any:
-        read = time.monotonic()
-        gevent.sleep(0)  # its turn comes after the requests read before it: the wait is the queue ahead
-        if (req.method, req.path) in SHEDDABLE and self.alive and self._shedder.refuse(time.monotonic() - read):
-            return self._refuse(sock, read)
+    def _refuse_early(self, sock: TimedConnection, data: bytes) -> bytes:
+        """Where a request begins, while the queue stands: the plain review requests at the head of
+        `data` that the queue refuses are answered here, without gunicorn's parser (which costs more
+        than the refusal, webhook/quickrefusal.py); what is left goes to gunicorn."""
+        while data and self._queue.standing and self.alive:
+            size = refusable_size(data)
+            if size is None:
+                break
+            arrived = sock.arrived()
+            since = sock.accepted - INTERVAL_SECONDS if not sock.requests else arrived
+            if not self._queue.refuse(time.monotonic() - arrived, since):  # no change while it stands
+                break
+            while len(data) < size:  # the rest of its body
+                more = sock.recv_undated(size - len(data))
+                if not more:
+                    return b""
+                data += more
+            data = data[size:]
+            self._refuse(sock, arrived)
+            sock.answered()
+        return data
+
+    def _serve_or_refuse(self, listener_name: Any, req: Any, sock: TimedConnection, addr: Any) -> Any:
+        if (req.method, req.path) not in SHEDDABLE:
+            return self._serve(listener_name, req, sock, addr)
+        arrived = sock.arrived()
+        # A connection's first request belongs to the moment it was accepted, an interval earlier:
+        # a burst of new connections (kube-apiserver dials one per review it cannot put on an idle
+        # connection) arrives over a moment, and their handshakes end one after the other.
+        since = sock.accepted - INTERVAL_SECONDS if not sock.requests else arrived
+        if self.alive and self._queue.refuse(time.monotonic() - arrived, since):
+            _read_small_body(req)
+            return self._refuse(sock, arrived)
+        size = declared_size(req.headers)
+        if not self._bodies.take(size):  # its body would take memory past the worker's budget
+            return self._refuse(sock, arrived)
+        try:
+            return self._serve(listener_name, req, sock, addr)
+        finally:  # answered, or its connection cut
+            self._bodies.give_back(size)
+
+    def _serve(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> Any:
         out = HeadersWithBody(sock)
         try:
             return super().handle_request(listener_name, req, out, addr)
@@ -201,13 +282,60 @@ class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no ty
                 out.flush()
 
     @staticmethod
-    def _refuse(sock: Any, read: float) -> bool:
+    def _refuse(sock: Any, arrived: float) -> bool:
         """A 429 without running the app; the connection stays open (its parser skips the body)."""
         try:
             sock.sendall(OVERLOADED_RESPONSE)
         finally:
-            metrics.record_review(metrics.SHED_OUTCOME, time.monotonic() - read)
+            metrics.record_review(metrics.SHED_OUTCOME, time.monotonic() - arrived)
         return True
+
+
+def _read_small_body(req: Any) -> None:
+    """Read the body of a request refused unread when it is small (gunicorn would skip it next), so
+    that the next request begins where the connection's reads begin."""
+    reader = getattr(req.body, "reader", None)
+    if isinstance(reader, LengthReader) and reader.length <= QUICK_BODY_BYTES:
+        req.body.read()
+
+
+def _request_read(req: Any) -> bool:
+    """Whether the request is read to its end and nothing after it was read ahead: the next read of
+    the connection begins the next request."""
+    reader = getattr(req.body, "reader", None)
+    if not isinstance(reader, LengthReader) or reader.length:
+        return False
+    buffered = req.unreader.buf
+    buffered.seek(0, os.SEEK_END)
+    return bool(buffered.tell() == 0)
+
+
+def _return_large_buffers_to_the_os() -> None:
+    """glibc serves a freed large buffer's memory to later ones instead of returning it, once it has
+    raised its mmap threshold past that size (it does after the first such free): a few large
+    reviews left the worker's memory high for good. A fixed threshold keeps every buffer over it
+    (request bodies, their parsed copies' large strings) in its own mapping, returned when freed."""
+    path = ctypes.util.find_library("c")
+    if path is None:
+        return
+    with suppress(OSError, AttributeError):
+        ctypes.CDLL(path).mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_BYTES)
+
+
+_M_MMAP_THRESHOLD = -3  # glibc's malloc.h
+_MMAP_THRESHOLD_BYTES = 256 * 1024
+
+
+def _draining_stream_server(drain: Callable[[], None]) -> type[StreamServer]:
+    """gevent's StreamServer whose close (gunicorn's worker calls it once stopping) first lets `drain`
+    run, accepting and serving meanwhile."""
+
+    class DrainingStreamServer(StreamServer):  # type: ignore[misc]  # gevent ships partial hints
+        def close(self) -> None:
+            drain()
+            super().close()
+
+    return DrainingStreamServer
 
 
 @contextmanager

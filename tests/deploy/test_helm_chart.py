@@ -492,6 +492,47 @@ def test_network_policy_values(helm: Helm) -> None:
     assert policy["spec"]["ingress"][0]["from"] == peers
 
 
+def test_only_the_control_plane_is_admitted_the_same_by_the_chart_and_the_kustomize_component(
+    helm: Helm, kubectl: str, tmp_path: Path
+) -> None:
+    """`networkPolicy.controlPlaneCIDRs` and deploy/components/control-plane-only: the webhook's
+    port admits the control plane's addresses only; left unset, the component's placeholder is no
+    address (the apiserver refuses the policy rather than cut the apiserver off)."""
+    import ipaddress
+    import shutil
+
+    root = tmp_path / "deploy"
+    shutil.copytree(DEPLOY_DIR, root, ignore=shutil.ignore_patterns("tls", "helm"))
+    component = "components:\n- ../../components/control-plane-only\n"
+    unset = root / "overlays" / "control-plane-unset"
+    unset.mkdir()
+    (unset / "kustomization.yaml").write_text("resources:\n- ../cert-manager\n" + component, encoding="utf-8")
+    [placeholder] = one(kustomize_build(kubectl, unset), "NetworkPolicy")["spec"]["ingress"][0]["from"]
+    with pytest.raises(ValueError):
+        ipaddress.ip_network(placeholder["ipBlock"]["cidr"])
+    overlay = root / "overlays" / "control-plane-only"
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text(
+        "resources:\n- ../cert-manager\n"
+        + component
+        + "patches:\n- target: {kind: NetworkPolicy, name: dra-migrate}\n  patch: |-\n"
+        + "    - op: replace\n      path: /spec/ingress/0/from/0/ipBlock/cidr\n      value: 172.16.0.0/28\n",
+        encoding="utf-8",
+    )
+    kustomized = one(kustomize_build(kubectl, overlay), "NetworkPolicy")["spec"]["ingress"]
+    charted = one(helm.template(values={"networkPolicy": {"controlPlaneCIDRs": ["172.16.0.0/28"]}}), "NetworkPolicy")[
+        "spec"
+    ]["ingress"]
+    assert (
+        kustomized
+        == charted
+        == [{"ports": [{"port": "https", "protocol": "TCP"}], "from": [{"ipBlock": {"cidr": "172.16.0.0/28"}}]}]
+    )
+    peers = [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]
+    both = helm.template(values={"networkPolicy": {"controlPlaneCIDRs": ["10.0.0.0/24"], "from": peers}})
+    assert one(both, "NetworkPolicy")["spec"]["ingress"][0]["from"] == [{"ipBlock": {"cidr": "10.0.0.0/24"}}, *peers]
+
+
 def test_the_schema_enums_are_the_codes() -> None:
     """The chart's `mode` and `strategy` values are what the server accepts, from the code's enums."""
     import json

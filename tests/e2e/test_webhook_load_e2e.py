@@ -13,6 +13,7 @@ import select
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager, suppress
@@ -221,3 +222,37 @@ def test_200_concurrent_pods_with_the_api_hung_are_decided_by_api_unavailable(
             assert isinstance(outcome, dict), getattr(outcome, "body", outcome)
             assert not is_converted(outcome)
             assert (outcome["spec"]["containers"][0]["resources"]["limits"] or {}).get(GPU) == "1"
+
+
+def _replicaset(name: str, replicas: int) -> Obj:
+    pod = gpu_pod(name)
+    labels = {"app": name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": pod["spec"]},
+        },
+    }
+
+
+def test_a_200_pod_replicaset_is_converted_without_a_refusal(kube: Kube, namespace: str, webhook: LocalWebhook) -> None:
+    """A burst is not an overload: a ReplicaSet of 200 GPU pods, created by kube-controller-manager
+    as fast as it may, each reviewed on whatever connection the apiserver has or opens. Every pod is
+    converted and the webhook refuses none (its shedding waits for a queue that stands, not one that
+    drains)."""
+    shed_before = webhook.reviews().get("shed_overloaded", 0.0)
+    kube.create(_replicaset("burst", 200), namespace)
+    deadline = time.monotonic() + 180
+    pods: list[Obj] = []
+    while time.monotonic() < deadline:
+        pods = kube.list("v1", "Pod", namespace, label_selector="app=burst")
+        if len(pods) == 200:
+            break
+        time.sleep(1.0)
+    assert len(pods) == 200, len(pods)
+    assert all(is_converted(pod) for pod in pods)
+    assert webhook.reviews().get("shed_overloaded", 0.0) == shed_before

@@ -17,6 +17,8 @@ from fakekube import FakeKubeServer
 from pods import gpu_pod
 from webhook_support import ServerProcess, decoded_patch
 
+from dra_migrate.webhook.bodies import MAX_REVIEW_BYTES
+
 
 @pytest.fixture(scope="module")
 def server(tls_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
@@ -91,7 +93,7 @@ def test_wrong_content_type_is_415(server: ServerProcess) -> None:
 
 def test_oversized_body_is_413(server: ServerProcess) -> None:
     pod = gpu_pod()
-    pod["metadata"]["annotations"] = {"big": "x" * (3 * 1024 * 1024 + 10)}
+    pod["metadata"]["annotations"] = {"big": "x" * (MAX_REVIEW_BYTES + 10)}
     answer = server.post(make_review(pod))
     assert answer.status_code == 413
     assert "exceeds" in answer.json()["message"]
@@ -100,7 +102,7 @@ def test_oversized_body_is_413(server: ServerProcess) -> None:
 
 def test_oversized_chunked_body_is_413(server: ServerProcess) -> None:
     def chunks() -> Iterator[bytes]:
-        for _ in range(4):
+        for _ in range(MAX_REVIEW_BYTES // (1024 * 1024) + 1):
             yield b" " * (1024 * 1024)
 
     answer = server.session.post(

@@ -16,14 +16,7 @@ from admission import make_review
 from pods import gpu_pod
 from webhook_support import StartServer
 
-from dra_migrate.webhook.shedding import (
-    BURST_SECONDS,
-    LATE_SECONDS,
-    TARGET_SECONDS,
-    TARGET_WINDOW_SECONDS,
-    WARY_SECONDS,
-    QueueDelayShedder,
-)
+from dra_migrate.webhook.shedding import INTERVAL_SECONDS, LATE_SECONDS, TARGET_SECONDS, StandingQueue
 
 
 class Clock:
@@ -34,54 +27,87 @@ class Clock:
         return self.now
 
 
-def test_a_burst_is_served_while_the_queue_drains() -> None:
+def _take(queue: StandingQueue, clock: Clock, sojourn: float, step: float = 0.001) -> bool:
+    """A review that arrived `sojourn` ago is taken up `step` after the previous one."""
+    clock.now += step
+    return queue.refuse(sojourn, clock.now - sojourn)
+
+
+def test_a_queue_over_the_target_for_less_than_an_interval_refuses_nothing() -> None:
     clock = Clock()
-    shedder = QueueDelayShedder(clock=clock)
-    for _ in range(20):  # waits far above the target, but the queue drained within the burst window
-        clock.now += BURST_SECONDS / 40
-        assert not shedder.refuse(BURST_SECONDS / 2)
-    assert shedder.refuse(LATE_SECONDS + 0.1)  # its answer would come after kube-apiserver gave up
+    queue = StandingQueue(clock=clock)
+    for _ in range(int(INTERVAL_SECONDS / 0.001) - 2):
+        assert not _take(queue, clock, TARGET_SECONDS * 4)
+    assert not queue.standing
 
 
-def test_a_standing_queue_refuses_what_waited_past_the_target() -> None:
+def test_a_queue_over_the_target_for_an_interval_stands_and_refuses_new_arrivals_over_the_target() -> None:
     clock = Clock()
-    shedder = QueueDelayShedder(clock=clock)
-    clock.now += BURST_SECONDS * 1.1  # no review waited less than the target for a whole interval
-    assert shedder.refuse(TARGET_SECONDS * 2)
-    assert not shedder.refuse(TARGET_SECONDS / 2)  # the queue drained: served, and the rule relaxes
-    assert not shedder.refuse(TARGET_SECONDS * 2)
+    queue = StandingQueue(clock=clock)
+    while not queue.standing:
+        assert not _take(queue, clock, TARGET_SECONDS * 4)  # the interval's reviews are served
+    assert clock.now - 100.0 >= INTERVAL_SECONDS
+    clock.now += TARGET_SECONDS * 4
+    assert _take(queue, clock, TARGET_SECONDS * 4)  # arrived after the queue began to stand
+    assert not _take(queue, clock, TARGET_SECONDS / 2)  # within the target: served, and it still stands
+    assert queue.standing
+    assert _take(queue, clock, TARGET_SECONDS * 2)
 
 
-def test_after_refusing_the_worker_stays_wary() -> None:
-    """Refusals empty the queue for a moment; when it stands again soon after, that is the same
-    overload, not a burst: it is met within a short window, not after another BURST_SECONDS."""
+def test_one_review_within_the_target_restarts_the_interval() -> None:
     clock = Clock()
-    shedder = QueueDelayShedder(clock=clock)
-    clock.now += BURST_SECONDS * 1.1
-    assert shedder.refuse(TARGET_SECONDS * 2)
-    shedder.drained()
-    clock.now += TARGET_WINDOW_SECONDS * 2
-    assert shedder.refuse(TARGET_SECONDS * 2)
-    clock.now += WARY_SECONDS * 2  # long after: a burst again
-    shedder.drained()
-    clock.now += TARGET_WINDOW_SECONDS * 2
-    assert not shedder.refuse(TARGET_SECONDS * 2)
+    queue = StandingQueue(clock=clock)
+    for _ in range(3):
+        for _ in range(int(INTERVAL_SECONDS / 0.001) - 5):
+            assert not _take(queue, clock, TARGET_SECONDS * 4)
+        assert not _take(queue, clock, TARGET_SECONDS / 2)
+    assert not queue.standing
 
 
-def test_an_emptied_queue_ends_the_standing_state() -> None:
-    """After the load, the first review may wait behind other work (connections closing): the queue
-    emptied just before, so it is served."""
+def test_a_burst_that_arrived_before_the_queue_stood_is_served_however_long_it_drains() -> None:
+    """200 reviews arrive at once and drain one every 2 ms (400 ms): none is refused."""
     clock = Clock()
-    shedder = QueueDelayShedder(clock=clock)
-    clock.now += BURST_SECONDS * 2
-    assert shedder.refuse(TARGET_SECONDS * 2)
-    shedder.drained()
-    clock.now += TARGET_WINDOW_SECONDS / 2
-    assert not shedder.refuse(TARGET_SECONDS * 2)
+    queue = StandingQueue(clock=clock)
+    arrived = clock.now
+    for _ in range(200):
+        clock.now += 0.002
+        assert not queue.refuse(clock.now - arrived, arrived)
+    assert queue.standing  # it stood, but nothing arrived while it did
+    assert queue.refuse(LATE_SECONDS + 0.1, arrived)  # an answer after kube-apiserver gave up is no use
 
 
-def _request(body: bytes) -> bytes:
-    head = "POST /mutate HTTP/1.1\r\nHost: webhook\r\nContent-Type: application/json\r\n"
+def test_an_idle_moment_ends_the_standing_queue_and_nothing_survives_idle_time() -> None:
+    """The state that once refused a lone review on an idle server: time since the queue last drained
+    kept counting while the server had nothing to do. Here idle time resets it all."""
+    clock = Clock()
+    queue = StandingQueue(clock=clock)
+    while not queue.standing:
+        _take(queue, clock, TARGET_SECONDS * 4)
+    assert _take(queue, clock, TARGET_SECONDS * 4, step=TARGET_SECONDS * 5)
+    queue.idle()
+    assert not queue.standing
+    clock.now += INTERVAL_SECONDS * 30  # idle for 3 s
+    queue.idle()
+    for _ in range(5):  # a lone review after idle time, however long it waited behind other work
+        assert not _take(queue, clock, TARGET_SECONDS * 20, step=1.0)
+        queue.idle()
+
+
+def test_a_queue_that_stands_again_after_an_idle_moment_is_met_after_a_whole_interval() -> None:
+    clock = Clock()
+    queue = StandingQueue(clock=clock)
+    while not queue.standing:
+        _take(queue, clock, TARGET_SECONDS * 4)
+    queue.idle()
+    for _ in range(int(INTERVAL_SECONDS / 0.001) - 2):
+        assert not _take(queue, clock, TARGET_SECONDS * 4)
+    while not queue.standing:
+        _take(queue, clock, TARGET_SECONDS * 4)
+    assert _take(queue, clock, TARGET_SECONDS * 4, step=TARGET_SECONDS * 5)
+
+
+def _request(body: bytes, extra: str = "") -> bytes:
+    head = f"POST /mutate HTTP/1.1\r\nHost: webhook\r\nContent-Type: application/json\r\n{extra}"
     head += f"Content-Length: {len(body)}\r\n\r\n"
     return head.encode() + body
 
@@ -107,34 +133,42 @@ def _responses(conn: ssl.SSLSocket, count: int) -> list[tuple[int, dict[str, str
     return out
 
 
+def _heavy_review() -> bytes:
+    """A review with many containers, so that this test's Python clients outrun the worker."""
+    pod = gpu_pod()
+    pod["spec"]["containers"] = [{**pod["spec"]["containers"][0], "name": f"c{i}"} for i in range(30)]
+    return json.dumps(make_review(pod)).encode()
+
+
 def test_a_worker_under_sustained_overload_refuses_quickly_and_recovers(
     start_server: StartServer, kubeconfig: Path, tls_dir: Path
 ) -> None:
-    """80 connections keep 10 reviews each in flight for longer than a burst lasts: far more than one
-    worker serves. Every request is answered, the refusals with the overload Status, and the worker
-    serves normally right after."""
+    """40 connections keep 5 reviews each in flight for 3 s: far more than one worker serves. Every
+    request is answered, in order (refusals made from a request's bytes and those made after
+    gunicorn parsed it interleave on each connection); the first round arrived at once (a burst)
+    and is served, and what arrives once the queue stands is refused from the next round on, with
+    the overload Status. The worker serves normally right after."""
     server = start_server(kubeconfig=kubeconfig, workers=1)
-    pod = gpu_pod()
-    # a heavy review (many containers), so that this test's Python clients outrun the worker
-    pod["spec"]["containers"] = [{**pod["spec"]["containers"][0], "name": f"c{i}"} for i in range(30)]
-    review = json.dumps(make_review(pod)).encode()
+    review = _heavy_review()
     assert server.review(json.loads(review))["allowed"] is True  # the template exists, the caches are warm
     context = ssl.create_default_context(cafile=str(tls_dir / "ca.crt"))
+    clients, depth = 40, 5
     answers: list[tuple[int, dict[str, str], bytes]] = []
     lock = threading.Lock()
-    until = time.monotonic() + BURST_SECONDS * 4
+    connected = threading.Barrier(clients)
 
     def client() -> None:
-        raw = socket.create_connection(("127.0.0.1", server.port))
-        with context.wrap_socket(raw, server_hostname="127.0.0.1") as conn:
-            conn.settimeout(60)
+        with _open(server.port, context) as conn:
+            connected.wait()
+            until = time.monotonic() + 3.0
             while time.monotonic() < until:
-                conn.sendall(_request(review) * 10)
-                got = _responses(conn, 10)
+                # Plain requests, refused from their bytes, and one that gunicorn parses first.
+                conn.sendall(_request(review) * (depth - 1) + _request(review, "Connection: keep-alive\r\n"))
+                got = _responses(conn, depth)
                 with lock:
                     answers.extend(got)
 
-    threads = [threading.Thread(target=client) for _ in range(80)]
+    threads = [threading.Thread(target=client) for _ in range(clients)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -143,6 +177,7 @@ def test_a_worker_under_sustained_overload_refuses_quickly_and_recovers(
     assert statuses and set(statuses) <= {200, 429}
     refused = [(headers, body) for status, headers, body in answers if status == 429]
     assert refused and statuses.count(200) > 0, statuses.count(200)
+    assert statuses.index(429) < 2 * clients * depth, statuses.index(429)  # refused from the second round on
     headers, body = refused[0]
     assert "retry-after" not in headers  # kube-apiserver applies failurePolicy at once (e2e/test_refusal_status.py)
     status: dict[str, Any] = json.loads(body)
@@ -150,3 +185,64 @@ def test_a_worker_under_sustained_overload_refuses_quickly_and_recovers(
     assert server.review(json.loads(review))["allowed"] is True  # served again once the load is gone
     metrics = server.session.get(f"{server.url}/metrics", timeout=10).text
     assert f'outcome="shed_overloaded"}} {float(len(refused))}' in metrics
+
+
+def _open(port: int, context: ssl.SSLContext) -> ssl.SSLSocket:
+    raw = socket.create_connection(("127.0.0.1", port), timeout=30)
+    conn = context.wrap_socket(raw, server_hostname="127.0.0.1")
+    conn.settimeout(30)
+    return conn
+
+
+def test_an_idle_server_never_refuses_a_review(start_server: StartServer, kubeconfig: Path, tls_dir: Path) -> None:
+    """After seconds of idle time, a lone review that waits behind other work in its worker (metrics
+    scrapes that arrive with it) is served. The shedding state of old kept counting idle time as
+    time the queue had not drained, and refused it."""
+    server = start_server(kubeconfig=kubeconfig, workers=1)
+    review = _heavy_review()
+    assert server.review(json.loads(review))["allowed"] is True
+    context = ssl.create_default_context(cafile=str(tls_dir / "ca.crt"))
+    scrape = b"GET /metrics HTTP/1.1\r\nHost: webhook\r\n\r\n"
+    statuses = []
+    for _ in range(6):
+        conn, *scrapers = [_open(server.port, context) for _ in range(6)]
+        time.sleep(2.5)
+        conn.sendall(_request(review))
+        for scraper in scrapers:
+            scraper.sendall(scrape)
+        statuses.append(_responses(conn, 1)[0][0])
+        for socket_ in (conn, *scrapers):
+            socket_.close()
+    assert statuses == [200] * 6, statuses
+
+
+def test_a_burst_of_200_concurrent_reviews_is_absorbed(
+    start_server: StartServer, kubeconfig: Path, tls_dir: Path
+) -> None:
+    """200 pods created at once (a ReplicaSet scaled up): 200 connections, each with one review sent
+    at the same moment. The queue stands for longer than an interval while it drains, but all of it
+    arrived before: every review is served."""
+    server = start_server(kubeconfig=kubeconfig)
+    review = _heavy_review()
+    assert server.review(json.loads(review))["allowed"] is True
+    context = ssl.create_default_context(cafile=str(tls_dir / "ca.crt"))
+    connections = [_open(server.port, context) for _ in range(200)]
+    go = threading.Barrier(len(connections))
+    statuses: list[int] = []
+    lock = threading.Lock()
+
+    def send(conn: ssl.SSLSocket) -> None:
+        go.wait()
+        conn.sendall(_request(review))
+        status = _responses(conn, 1)[0][0]
+        with lock:
+            statuses.append(status)
+
+    threads = [threading.Thread(target=send, args=(conn,)) for conn in connections]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    for conn in connections:
+        conn.close()
+    assert statuses == [200] * len(connections), {status: statuses.count(status) for status in set(statuses)}

@@ -79,6 +79,15 @@ def test_parse_review_fields() -> None:
         _request(gpu_pod(), namespace="")
 
 
+@pytest.mark.parametrize("namespace", ["0?", "team/a", "Team", "a" * 64, "-a", "a-", "a\n", "../x"])
+def test_a_namespace_that_is_no_namespace_name_is_refused(namespace: str) -> None:
+    """Only a direct POST names one (kube-apiserver sends existing namespaces); it ended up in the
+    path of the server's API calls (a quota list for `0?` failed with a 500)."""
+    with pytest.raises(InvalidReviewError, match=r"request\.namespace must be a namespace name"):
+        _request(gpu_pod(), namespace=namespace)
+    assert _request(gpu_pod(), namespace="a" * 63).namespace == "a" * 63
+
+
 # --- messages ---
 
 

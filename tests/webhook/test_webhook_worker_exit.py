@@ -123,3 +123,35 @@ def test_sigterm_serves_the_first_request_of_a_connection_just_opened(
         assert answer.status == 200 and json.loads(answer.read())["response"]["allowed"] is True
         connection.close()
         assert server.process.wait(timeout=15) == 0
+
+
+def test_sigterm_answers_reviews_on_connections_that_keep_coming(
+    start_server: StartServer, tmp_path: Path, tls_dir: Path
+) -> None:
+    """After SIGTERM, kube-apiserver may still open connections for a moment (its endpoints are not
+    updated everywhere at once). The workers closed their listening socket within a second: the
+    connections in its backlog were reset and later ones refused, and their pods' creates failed.
+    Each is now accepted and answered, and the server still exits once they stop coming."""
+    with FakeKubeServer() as api:
+        server = start_server(kubeconfig=api.write_kubeconfig(tmp_path / "kc"), workers=2)
+        context = ssl.create_default_context(cafile=str(tls_dir / "ca.crt"))
+        assert server.review(make_review(gpu_pod("warm")))["allowed"]
+        server.process.send_signal(signal.SIGTERM)
+        statuses: list[int | str] = []
+        until = time.monotonic() + 2.0
+        while time.monotonic() < until:
+            connection = http.client.HTTPSConnection("127.0.0.1", server.port, context=context, timeout=10)
+            try:
+                body = json.dumps(make_review(gpu_pod()))
+                connection.request("POST", "/mutate", body, {"Content-Type": "application/json"})
+                answer = connection.getresponse()
+                allowed = json.loads(answer.read())["response"]["allowed"]
+                statuses.append(answer.status if allowed else "denied")
+                assert answer.getheader("Connection") == "close"
+            except OSError as exc:
+                statuses.append(type(exc).__name__)
+            finally:
+                connection.close()
+            time.sleep(0.05)
+        assert statuses and set(statuses) == {200}, statuses
+        assert server.process.wait(timeout=15) == 0
