@@ -8,8 +8,10 @@ a field is located by composing that one document's text with libyaml, never the
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
+from typing import Any
 
 import yaml
 
@@ -21,6 +23,15 @@ _MERGE = "tag:yaml.org,2002:merge"
 _STEP = re.compile(r'\.?(?:([A-Za-z_][A-Za-z0-9_-]*)|\[(\d+)\]|\["([^"]*)"\])')
 
 
+class _Composer(yaml.CSafeLoader):
+    """libyaml's composer without tag resolution (the Python half of its cost): only merge keys matter."""
+
+    def resolve(self, kind: type[yaml.Node], value: Any, implicit: tuple[bool, bool]) -> str:
+        if kind is yaml.ScalarNode and value == "<<" and implicit[0]:
+            return _MERGE
+        return ""
+
+
 def document_line(text: str, report: DocumentReport) -> int:
     """The line of the document's first content, else the line its text starts on."""
     found = CONTENT_LINE.search(text, report.start, report.end)
@@ -29,7 +40,8 @@ def document_line(text: str, report: DocumentReport) -> int:
     return report.first_line + text.count("\n", report.start, found.start())
 
 
-def path_steps(path: str) -> list[str | int]:
+@functools.lru_cache(maxsize=4096)  # a tree's findings name the same few paths over and over
+def path_steps(path: str) -> tuple[str | int, ...]:
     """The keys and indexes of a finding's path, as far as they can be read."""
     steps: list[str | int] = []
     position = 0
@@ -40,7 +52,7 @@ def path_steps(path: str) -> list[str | int]:
         key, index, quoted = step.groups()
         steps.append(int(index) if index is not None else key if key is not None else quoted)
         position = step.end()
-    return steps
+    return tuple(steps)
 
 
 def field_lines(text: str, report: DocumentReport, paths: Iterable[str]) -> dict[str, int]:
@@ -53,7 +65,7 @@ def field_lines(text: str, report: DocumentReport, paths: Iterable[str]) -> dict
     if not wanted:
         return {}
     try:
-        root = yaml.compose(text[report.start : report.end], Loader=yaml.CSafeLoader)
+        root = yaml.compose(text[report.start : report.end], Loader=_Composer)
     except (yaml.YAMLError, ValueError, RecursionError):
         return {}
     if root is None:
@@ -66,7 +78,7 @@ def field_lines(text: str, report: DocumentReport, paths: Iterable[str]) -> dict
     return lines
 
 
-def _deepest(root: yaml.Node, steps: list[str | int]) -> yaml.Node | None:
+def _deepest(root: yaml.Node, steps: tuple[str | int, ...]) -> yaml.Node | None:
     """The node of the last step found (a mapping's key node, so the line reads `key:`), or None."""
     node: yaml.Node = root
     found: yaml.Node | None = None

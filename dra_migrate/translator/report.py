@@ -126,8 +126,9 @@ def run_entry(finding: Finding) -> dict[str, Any]:
 
 
 def file_entries(result: FileResult, located: bool = False) -> list[dict[str, Any]]:
-    """One row per finding or change, flat, for jq and spreadsheets; `located`: each with its line
-    in the file (translator.locate), which only reports that print lines pay for."""
+    """One row per finding or change, flat, for jq and spreadsheets. A document's rows carry its
+    line; `located`: each row carries the line of what it is about, the field a finding names
+    included (translator.locate), which only the reports that print it pay for."""
     rows: list[dict[str, Any]] = []
     base = {"file": result.source.display, "document": None}
     if result.error:
@@ -149,12 +150,12 @@ def file_entries(result: FileResult, located: bool = False) -> list[dict[str, An
             "name": document.name,
             "status": document.status,
         }
-        if not located:
-            rows.extend({**where, **finding.as_dict()} for finding in document.findings)
-            continue
-        from dra_migrate.translator.locate import document_line, field_lines  # only reports with lines
+        from dra_migrate.translator.locate import document_line, field_lines  # only reports with findings
 
         first = document_line(result.original, document)
+        if not located:
+            rows.extend({**where, "line": first, **finding.as_dict()} for finding in document.findings)
+            continue
         fields = field_lines(result.original, document, (finding.path for finding in document.findings))
         rows.extend({**where, "line": fields.get(f.path, first), **f.as_dict()} for f in document.findings)
     return rows
@@ -193,17 +194,20 @@ def _document_label(row: dict[str, Any]) -> str:
     name = row.get("name") or ""
     if row.get("namespace") and name:
         name = f"{row['namespace']}/{name}"
+    where = f"document {row['document'] + 1}"
+    if row.get("line"):
+        where += f", line {row['line']}"
     kind = row.get("kind")
     if kind:
-        return f"{kind} {name}".rstrip() + f" (document {row['document'] + 1})"
-    return f"document {row['document'] + 1}"
+        return f"{kind} {name}".rstrip() + f" ({where})"
+    return where
 
 
 class TextReport:
     """Problems grouped by file and object, wrapped to 100 columns:
 
     deploy/app.yaml
-      Deployment ml/trainer (document 2)
+      Deployment ml/trainer (document 2, line 14)
         error    invalid-quantity: 0.5 is not a whole number of devices ...
                  at spec.template.spec.containers[0].resources.limits["nvidia.com/gpu"]
     """

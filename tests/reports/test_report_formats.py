@@ -89,6 +89,7 @@ def test_the_example_marks_an_error_a_warning_and_changes() -> None:
 def test_sarif_validates_and_places_each_finding_on_its_line() -> None:
     log = json.loads(diff_report("sarif"))
     validate_sarif(log)
+    assert log["$schema"] == sarif_schema()["id"]  # the schema it was checked against
     (run,) = log["runs"]
     driver = run["tool"]["driver"]
     assert [rule["id"] for rule in driver["rules"]] == [rule.id for rule in RULES]
@@ -353,3 +354,28 @@ def test_a_kustomization_root_finding_points_at_its_first_line() -> None:
     (result,) = verified
     physical = result["locations"][0]["physicalLocation"]
     assert (physical["artifactLocation"]["uri"], physical["region"]["startLine"]) == ("kustomization.yaml", 1)
+
+
+def test_markdown_stays_within_a_comment_and_counts_what_it_leaves_out(tmp_path: Path) -> None:
+    for number in range(300):
+        (tmp_path / f"pod-{number:03d}.yaml").write_text(ODD_POD.replace("a,b", f"pod-{number}"), encoding="utf-8")
+    text = dra_migrate("diff", "--report", "markdown", ".", cwd=tmp_path).stderr
+    assert len(text) <= 65_536  # what GitHub takes as a pull-request comment
+    (counts, problems) = markdown_tables(text)
+    assert counts[0][0] == "300"
+    shown = [row for row in problems if row[0]]
+    (left_out,) = [row[3] for row in problems if not row[0]]
+    assert len(shown) + int(left_out.split()[0]) == 300
+    assert len(shown) > 100
+
+
+def test_junit_gives_the_run_its_own_suite(tmp_path: Path) -> None:
+    done = dra_migrate("diff", "--no-verify-render", "--target-version", "1.99", "--report", "junit", "apps/legacy")
+    report = tmp_path / "run.xml"
+    report.write_text(done.stderr, encoding="utf-8")
+    xmlschema.XMLSchema(JUNIT_XSD).validate(str(report))
+    suites = {suite.get("name"): suite for suite in ET.parse(report).getroot().iter("testsuite")}
+    (case,) = suites["(run)"].iter("testcase")
+    assert case.find("failure") is None
+    assert junit_texts(case).startswith("(run): warning target-not-released: ")
+    assert set(suites) == {"(run)", "apps/legacy/claim-template.yaml"}

@@ -2,7 +2,8 @@
 
 Counts first, then a table of the errors and warnings (file:line, severity, rule, message) and,
 folded, the changes made. Cell text is escaped so that a message cannot break the table, format
-text, open HTML or mention anyone; each table stops at MAX_ROWS.
+text, open HTML or mention anyone. The whole stays within LIMIT characters: rows past it are
+counted, not shown (errors come first, so they are the last to go).
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from dra_migrate.translator.formats.rows import description, where
 if TYPE_CHECKING:
     from dra_migrate.translator.report import FindingRows, RunSummary
 
-MAX_ROWS = 500  # a merge-request note holds about a million characters, a job summary 1 MiB
+# GitHub refuses a comment body over 65,536 characters; a job summary takes 1 MiB, a GitLab note more
+LIMIT = 65_536
+_ROOM = 400  # kept for the lines that close the report
 # `<` opens HTML, `@` mentions, `$` starts math on GitHub; `>` and `#` are inert inside a cell
 _SPECIAL = re.compile(r"([\\`*_\[\]<|~&@$])")
 _NEWLINES = re.compile(r"\r\n|\r|\n")
@@ -26,15 +29,22 @@ def cell(text: str) -> str:
     return _NEWLINES.sub("<br>", _SPECIAL.sub(r"\\\1", text))
 
 
-def _table(rows: list[dict[str, Any]]) -> list[str]:
+def _table(rows: list[dict[str, Any]], budget: int) -> list[str]:
+    """The table of `rows`, in at most `budget` characters (with line breaks) when it can."""
     lines = ["| where | severity | rule | message |", "|---|---|---|---|"]
-    lines += [
-        f"| {cell(where(row))} | {row['severity']} | `{row['rule']}` | {cell(description(row))} |"
-        for row in rows[:MAX_ROWS]
-    ]
-    if len(rows) > MAX_ROWS:
-        lines.append(f"| | | | {len(rows) - MAX_ROWS} more not shown: see --report json |")
+    budget -= sum(len(line) + 1 for line in lines)
+    for shown, row in enumerate(rows):
+        line = f"| {cell(where(row))} | {row['severity']} | `{row['rule']}` | {cell(description(row))} |"
+        if len(line) + 1 > budget:
+            lines.append(f"| | | | {len(rows) - shown} more not shown: see --report sarif or json |")
+            break
+        lines.append(line)
+        budget -= len(line) + 1
     return lines
+
+
+def _size(lines: list[str]) -> int:
+    return sum(len(line) + 1 for line in lines)
 
 
 def markdown(found: FindingRows, summary: RunSummary) -> str:
@@ -53,12 +63,13 @@ def markdown(found: FindingRows, summary: RunSummary) -> str:
         "",
     ]
     if problems:
-        lines += ["### Errors and warnings", "", *_table(problems), ""]
+        lines += ["### Errors and warnings", ""]
+        lines += [*_table(problems, LIMIT - _ROOM - _size(lines)), ""]
     else:
         lines += ["No errors or warnings.", ""]
     if changes:
-        folded = f"<details><summary>{len(changes)} changes made</summary>"
-        lines += [folded, "", *_table(changes), "", "</details>", ""]
+        lines += [f"<details><summary>{len(changes)} changes made</summary>", ""]
+        lines += [*_table(changes, LIMIT - _ROOM - _size(lines)), "", "</details>", ""]
     return "\n".join(lines)
 
 

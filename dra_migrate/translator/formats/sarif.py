@@ -18,7 +18,7 @@ from dra_migrate.translator.formats.rows import description, in_file, where
 if TYPE_CHECKING:
     from dra_migrate.translator.report import FindingRows, RunSummary
 
-SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 LEVELS = {"error": "error", "warning": "warning", "info": "note"}
 ROOT = "%SRCROOT%"
 
