@@ -27,6 +27,9 @@ from dra_migrate.argocd.source import (
 from dra_migrate.exits import EXIT_OK, fail
 
 HELM_VARIABLE = "DRA_MIGRATE_HELM"
+# Set by whoever runs the sidecar, like Argo CD's kustomize.buildOptions (`--enable-helm`): options that
+# let a build run programs are the operator's choice, not an application's.
+KUSTOMIZE_OPTIONS_VARIABLE = "DRA_MIGRATE_KUSTOMIZE_BUILD_OPTIONS"
 
 
 def run_init(environ: Mapping[str, str], app_dir: Path) -> int:
@@ -63,7 +66,7 @@ def _render(app: Application, app_dir: Path, environ: Mapping[str, str]) -> tupl
         if not inputs:
             raise PluginError(_empty("the directory holds no .yaml, .yml or .json file"))
         return None, inputs
-    command = _kustomize() if kind == "kustomize" else helm_template_command(_helm(environ), app, app_dir)
+    command = _kustomize(environ) if kind == "kustomize" else helm_template_command(_helm(environ), app, app_dir)
     render = _run(command, app_dir, environ)
     if not has_objects(render):
         raise PluginError(_empty(f"{_label(command)} rendered no object"))
@@ -106,7 +109,9 @@ def _target_version(app: Application) -> str | None:
     return version
 
 
-def _kustomize() -> list[str]:
+def _kustomize(environ: Mapping[str, str]) -> list[str]:
+    import shlex
+
     from dra_migrate.translator.render import ENVIRONMENT_VARIABLE, find_renderer
 
     renderer = find_renderer()
@@ -114,7 +119,11 @@ def _kustomize() -> list[str]:
         raise PluginError(
             f"kustomize not found: put kustomize or kubectl on PATH, or name it in {ENVIRONMENT_VARIABLE}"
         )
-    return [*renderer.command, "."]
+    try:
+        options = shlex.split(environ.get(KUSTOMIZE_OPTIONS_VARIABLE, ""))
+    except ValueError as exc:
+        raise PluginError(f"{KUSTOMIZE_OPTIONS_VARIABLE}: {exc}") from exc
+    return [*renderer.command, *options, "."]
 
 
 def _helm(environ: Mapping[str, str]) -> str:

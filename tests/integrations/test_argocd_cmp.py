@@ -197,6 +197,41 @@ def test_without_init_a_missing_dependency_fails_with_helms_message(
     assert "dra-migrate argocd-cmp generate: error: helm template failed (exit 1)" in step.stderr
 
 
+def test_kustomize_build_options_are_the_operators(tmp_path: Path, sidecar: dict[str, str]) -> None:
+    """Options such as a load restrictor (Argo CD's kustomize.buildOptions) come from the sidecar's
+    operator, not from the application."""
+    repository = _kustomize_repository(tmp_path / "repo")
+    _write(
+        repository / "apps/training",
+        {
+            "shared/gpus.yaml": """\
+                - op: replace
+                  path: /spec/template/spec/containers/0/resources/limits/nvidia.com~1gpu
+                  value: 4
+                """,
+            "staging/kustomization.yaml": """\
+                resources: [../base]
+                patches:
+                  - path: ../shared/gpus.yaml
+                    target: {kind: Deployment, name: trainer}
+                """,
+        },
+    )
+    app = Application(repository, "apps/training/staging")
+    refused = generate_manifests(app, sidecar)
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert "is not in or below" in refused.stderr  # kustomize's own words, then which step failed
+    assert "dra-migrate argocd-cmp generate: error: kustomize build failed" in refused.stderr
+
+    operator = {**sidecar, "DRA_MIGRATE_KUSTOMIZE_BUILD_OPTIONS": "--load-restrictor LoadRestrictionsNone"}
+    step = generate_manifests(app, operator)
+    assert step.returncode == 0, step.stderr
+    objects = objects_of(step.stdout)
+    assert_valid(objects, "1.34.0")
+    [template] = assert_on_claims(by_kind(objects, "Deployment")[0], by_kind(objects, "ResourceClaimTemplate"))
+    assert requested_count(template) == 4
+
+
 def test_a_real_gpu_chart(tmp_path: Path, helm: Path, sidecar: dict[str, str]) -> None:
     """vLLM production-stack's serving-engine chart, from the shared corpus, with 2 GPUs in its values."""
     corpus.require("templated")

@@ -51,7 +51,16 @@ spec:
 """
 
 
-def _build(tmp_path: Path, kustomize: Path) -> list[Obj]:
+# docs/ci-integrations.md: how an operator gives kustomize build options to the plugin
+BUILD_OPTIONS = """\
+configMapGenerator:
+  - name: dra-migrate-cmp-options
+    literals:
+      - kustomize-build-options=--load-restrictor LoadRestrictionsNone
+"""
+
+
+def _build(tmp_path: Path, kustomize: Path, extra: str = "") -> list[Obj]:
     root = tmp_path / "argocd"
     root.mkdir()
     (root / "repo-server.yaml").write_text(REPO_SERVER, encoding="utf-8")
@@ -67,7 +76,8 @@ def _build(tmp_path: Path, kustomize: Path) -> list[Obj]:
                 newTag: 0.1.0
               - name: quay.io/argoproj/argocd
                 newTag: v3.1.8
-            """),
+            """)
+        + extra,
         encoding="utf-8",
     )
     done = subprocess.run([str(kustomize), "build", str(root)], capture_output=True, text=True, check=False)
@@ -108,7 +118,7 @@ def test_the_component_adds_the_plugin_sidecar_to_argocd_repo_server(tmp_path: P
     # a /tmp of its own (Argo CD: never the repo-server's), holding helm's homes on a read-only root
     tmp = mounts["/tmp"]["name"]
     assert tmp != "tmp" and "emptyDir" in volumes[tmp]
-    environment = {e["name"]: e["value"] for e in sidecar["env"]}
+    environment = {e["name"]: e["value"] for e in sidecar["env"] if "value" in e}
     assert "PATH" not in environment, "the image's PATH finds dra-migrate"
     for variable in ("HELM_CACHE_HOME", "HELM_CONFIG_HOME", "HELM_DATA_HOME"):
         assert PurePosixPath(environment[variable]).is_relative_to("/tmp")
@@ -123,3 +133,16 @@ def test_the_component_adds_the_plugin_sidecar_to_argocd_repo_server(tmp_path: P
     copied = {PurePosixPath(destination) / PurePosixPath(s).name for s in sources}
     looked_up = {PurePosixPath(environment[v]) for v in ("DRA_MIGRATE_KUSTOMIZE", "DRA_MIGRATE_HELM")}
     assert looked_up == copied
+
+
+def test_an_operator_gives_kustomize_build_options_through_a_configmap(tmp_path: Path, kustomize: Path) -> None:
+    objects = _build(tmp_path, kustomize, BUILD_OPTIONS)
+    assert_valid(objects, "1.34.0")
+    [deployment] = by_kind(objects, "Deployment")
+    [options_map] = [o for o in by_kind(objects, "ConfigMap") if "kustomize-build-options" in o["data"]]
+    assert options_map["data"]["kustomize-build-options"] == "--load-restrictor LoadRestrictionsNone"
+    sidecar = _named(deployment["spec"]["template"]["spec"]["containers"], "dra-migrate-cmp")
+    [options] = [e for e in sidecar["env"] if e["name"] == "DRA_MIGRATE_KUSTOMIZE_BUILD_OPTIONS"]
+    reference = options["valueFrom"]["configMapKeyRef"]
+    # the generated (hash-suffixed) name: a change of options rolls the repo-server
+    assert reference["name"] == options_map["metadata"]["name"] != "dra-migrate-cmp-options"
