@@ -90,3 +90,14 @@ def test_a_bad_fail_on_stops_before_anything_is_installed(action: Path, python_b
     [error] = run.annotations
     assert error.message == "fail-on is 'always': it takes changes, errors or never"
     assert run.outputs == {"exit-code": "", "sarif-file": ""}
+
+
+def test_arguments_diff_refuses_fail_the_step_whatever_fail_on_says(
+    action: Path, python_bin: Path, tmp_path: Path
+) -> None:
+    run, _ = _run(action, python_bin, tmp_path, with_error=False, args="--no-such-option", **{"fail-on": "never"})
+    assert run.returncode == 2
+    assert "unrecognized arguments: --no-such-option" in run.log  # argparse's message, in the log
+    [error] = run.annotations
+    assert error.message == "dra-migrate diff could not run (exit 2); its message is above"
+    assert run.outputs == {"exit-code": "", "sarif-file": ""}
