@@ -11,6 +11,7 @@ from collections import Counter
 from typing import Any, TextIO
 
 from dra_migrate.engine import Finding, Severity
+from dra_migrate.translator.locate import document_line, field_lines
 from dra_migrate.translator.pipeline import FileResult
 
 WIDTH = 100  # the text report stays readable in a 100-column terminal
@@ -150,8 +151,6 @@ def file_entries(result: FileResult, located: bool = False) -> list[dict[str, An
             "name": document.name,
             "status": document.status,
         }
-        from dra_migrate.translator.locate import document_line, field_lines  # only reports with findings
-
         first = document_line(result.original, document)
         if not located:
             rows.extend({**where, "line": first, **finding.as_dict()} for finding in document.findings)
