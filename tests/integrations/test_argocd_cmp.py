@@ -109,6 +109,28 @@ def test_a_kustomize_application_syncs_its_render_converted(
     assert "1 new template" in step.stderr  # convert's report, shown by Argo CD with --loglevel=info
 
 
+def test_a_configuration_file_and_validation_from_the_applications_settings(
+    tmp_path: Path, sidecar: dict[str, str]
+) -> None:
+    repository = _kustomize_repository(tmp_path / "repo")
+    _write(repository, {"dra-migrate.yaml": "resourceTolerations: false\n"})
+    plain = generate_manifests(Application(repository, "apps/training/prod"), sidecar)
+    configured = generate_manifests(
+        Application(
+            repository,
+            "apps/training/prod",
+            parameters=[{"name": "config", "string": "../../../dra-migrate.yaml"}],  # at the repository's root
+            env={"VALIDATE": "true"},
+        ),
+        sidecar,
+    )
+    assert plain.returncode == configured.returncode == 0, plain.stderr + configured.stderr
+    [without_config] = by_kind(objects_of(plain.stdout), "Deployment")
+    [with_config] = by_kind(objects_of(configured.stdout), "Deployment")
+    assert "tolerations" in without_config["spec"]["template"]["spec"]
+    assert "tolerations" not in with_config["spec"]["template"]["spec"]  # the file's setting applied
+
+
 CHART = {
     "Chart.yaml": """\
         apiVersion: v2
@@ -297,6 +319,7 @@ def test_a_plain_directory_and_a_target_version_parameter(tmp_path: Path, sideca
         ("bad boolean", "plugin env VALIDATE is 'yes': it takes true or false"),
         ("empty render", "kustomize build rendered no object; an empty render is refused"),
         ("unconvertible manifest", "requests-limits-differ"),
+        ("validate: an object the release rejects", "schema-input: Service invalid for Kubernetes 1.34"),
     ],
 )
 def test_a_failure_is_a_non_zero_exit_with_the_reason_on_stderr(
@@ -321,12 +344,17 @@ def test_a_failure_is_a_non_zero_exit_with_the_reason_on_stderr(
         "bad boolean": Application(repository, "apps/training/prod", env={"VALIDATE": "yes"}),
         "empty render": Application(repository, "apps/empty"),
         "unconvertible manifest": Application(repository, "apps/unconvertible"),
+        "validate: an object the release rejects": Application(
+            repository, "apps/invalid", parameters=[{"name": "validate", "string": "true"}]
+        ),
     }
     _write(
         repository / "apps",
         {
             "broken/kustomization.yaml": "resources: [missing.yaml]\n",
             "empty/kustomization.yaml": "resources: []\n",
+            "invalid/kustomization.yaml": "resources: [service.yaml]\n",
+            "invalid/service.yaml": SERVICE.replace("  ports:", "  portz: 1\n  ports:"),
             # requests and limits of the device differ: convert leaves the pod and says why
             "unconvertible/pod.yaml": "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
             "    - name: c\n      image: i\n      resources:\n        requests: {nvidia.com/gpu: 1}\n"
