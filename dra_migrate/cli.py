@@ -16,6 +16,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from dra_migrate.argocd import cli as argocd_cli
 from dra_migrate.certs import cli as certs_cli
 from dra_migrate.exits import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED
 from dra_migrate.planning import cli as planning_cli
@@ -50,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     planning_cli.register(subcommands)
     webhook_cli.register(subcommands)
     certs_cli.register(subcommands)
+    argocd_cli.register(subcommands)
     if "_ARGCOMPLETE" in os.environ:  # completion reads every subcommand's arguments
         subcommands.complete()
     return parser
