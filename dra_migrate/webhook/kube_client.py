@@ -156,12 +156,13 @@ class KubeResourceApi:
         *,
         query: list[tuple[str, str]] | None = None,
         body: dict[str, Any] | None = None,
+        content_type: str = "application/json",
     ) -> Any:
         """The raw urllib3 response of a 2xx answer; raises ApiError otherwise."""
         client = self._api()
         headers = {"Accept": "application/json"}
         if body is not None:
-            headers["Content-Type"] = "application/json"
+            headers["Content-Type"] = content_type
         try:
             serialized = client.param_serialize(
                 method, path, query_params=query or [], header_params=headers, body=body, auth_settings=["BearerToken"]
@@ -189,8 +190,9 @@ class KubeResourceApi:
         *,
         query: list[tuple[str, str]] | None = None,
         body: dict[str, Any] | None = None,
+        content_type: str = "application/json",
     ) -> dict[str, Any]:
-        answer = self._send(operation, method, path, timeout, query=query, body=body)
+        answer = self._send(operation, method, path, timeout, query=query, body=body, content_type=content_type)
         try:
             data = answer.read()
         except (urllib3.exceptions.HTTPError, OSError) as exc:
@@ -208,8 +210,30 @@ class KubeResourceApi:
                 return None
             raise
 
-    def create(self, resource: ApiResource, namespace: str, body: dict[str, Any], timeout: float) -> dict[str, Any]:
-        return self._json(f"create_{resource.plural}", "POST", resource.path(namespace), timeout, body=body)
+    def create(
+        self, resource: ApiResource, namespace: str, body: dict[str, Any], timeout: float, *, dry_run: bool = False
+    ) -> dict[str, Any]:
+        query = [("dryRun", "All")] if dry_run else None
+        path = resource.path(namespace)
+        return self._json(f"create_{resource.plural}", "POST", path, timeout, query=query, body=body)
+
+    def patch(
+        self, resource: ApiResource, namespace: str, name: str, body: dict[str, Any], timeout: float
+    ) -> dict[str, Any]:
+        path = resource.path(namespace, name)
+        return self._json(
+            f"patch_{resource.plural}", "PATCH", path, timeout, body=body, content_type="application/merge-patch+json"
+        )
+
+    def delete_exactly(
+        self, resource: ApiResource, namespace: str, name: str, timeout: float, *, uid: str, resource_version: str
+    ) -> None:
+        options = {
+            "apiVersion": "v1",
+            "kind": "DeleteOptions",
+            "preconditions": {"uid": uid, "resourceVersion": resource_version},
+        }
+        self._json(f"delete_{resource.plural}", "DELETE", resource.path(namespace, name), timeout, body=options)
 
     def list_page(
         self,
@@ -232,7 +256,9 @@ class KubeResourceApi:
         items = [item for item in page.get("items") or [] if isinstance(item, dict)]
         return Page(items, str(metadata.get("resourceVersion") or ""), str(metadata.get("continue") or ""))
 
-    def watch(self, resource: ApiResource, resource_version: str, timeout_seconds: int) -> Iterator[WatchEvent]:
+    def watch(
+        self, resource: ApiResource, resource_version: str, timeout_seconds: int, *, label_selector: str = ""
+    ) -> Iterator[WatchEvent]:
         operation = f"watch_{resource.plural}"
         query = [
             ("watch", "true"),
@@ -240,6 +266,8 @@ class KubeResourceApi:
             ("allowWatchBookmarks", "true"),
             ("timeoutSeconds", str(timeout_seconds)),
         ]
+        if label_selector:
+            query.append(("labelSelector", label_selector))
         # The read timeout bounds each read of the stream, not the whole watch: a live watch gets
         # a bookmark at least that often, a silently dead connection ends here instead of hanging
         # until the server's own end of the watch, which will never arrive.

@@ -15,6 +15,10 @@ in-process use) the ordinary in-memory registry is used.
     dra_migrate_webhook_certificate_reload_failures_total       rotated TLS files not taken
     dra_migrate_webhook_watch_events_total{resource,type}       changes applied to the server's watched
                                                                 copies of the cluster (webhook/cluster.py)
+    dra_migrate_webhook_watch_stale{resource}                   1 while a watched copy is not trusted (not
+                                                                listed yet, or silent for over 15 s): the
+                                                                answers read the API directly
+    dra_migrate_webhook_watch_silence_seconds{resource}         seconds since its watch last heard from the API
     dra_migrate_webhook_connections_closed_total{reason}        connections the server closed to keep
                                                                 slots free (webhook/connections.py)
 
@@ -83,6 +87,22 @@ WATCH_EVENTS = Counter(
     "shows as no increase while the cluster changes).",
     ["resource", "type"],
 )
+
+WATCH_STALE = Gauge(
+    "dra_migrate_webhook_watch_stale",
+    "1 while a watched copy of the cluster is not trusted (not listed yet, or its watch silent for over 15 s): "
+    "the answers read the API directly. The largest of the live workers.",
+    ["resource"],
+    multiprocess_mode="livemax",
+)
+WATCH_SILENCE = Gauge(
+    "dra_migrate_webhook_watch_silence_seconds",
+    "Seconds since the watch of a copy of the cluster last heard from the API (event, bookmark, end of a "
+    "watch, list). The largest of the live workers.",
+    ["resource"],
+    multiprocess_mode="livemax",
+)
+NEVER_HEARD_SECONDS = 1e9  # the silence shown before a copy's first list
 
 CONNECTIONS_CLOSED = Counter(
     "dra_migrate_webhook_connections_closed",
@@ -210,3 +230,11 @@ _EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED"})
 def watch_event(resource: str, kind: str) -> None:
     """One change applied to a watched copy (resource and type from fixed sets)."""
     WATCH_EVENTS.labels(resource if resource in _WATCHED else "other", kind if kind in _EVENT_TYPES else "other").inc()
+
+
+@_never_raises
+def watch_staleness(resource: str, silence: float, stale: bool) -> None:
+    """How long a watched copy has been silent, and whether it is trusted (resource from a fixed set)."""
+    name = resource if resource in _WATCHED else "other"
+    WATCH_STALE.labels(name).set(1 if stale else 0)
+    WATCH_SILENCE.labels(name).set(min(silence, NEVER_HEARD_SECONDS))

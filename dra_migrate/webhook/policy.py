@@ -51,6 +51,9 @@ WEBHOOK_SCHEMA: dict[str, Any] = {
         },
         "maxTemplatesPerNamespace": {"type": "integer", "minimum": 1, "maximum": 100_000},
         "apiTimeoutSeconds": {"type": "number", "exclusiveMinimum": 0, "maximum": 30},
+        # Templates dra-migrate made that no pod references are marked after this long, and deleted
+        # after as long again (webhook/collector.py; at least 90 s to be safe under load).
+        "unusedTemplateGraceSeconds": {"type": "number", "minimum": 1, "maximum": 604_800},
         # Accepted so older files still load; the caches now follow a watch and need no expiry.
         "cacheSeconds": {"type": "number", "minimum": 0, "deprecated": True},
     },
@@ -66,6 +69,7 @@ class WebhookPolicy:
     excluded_namespaces: tuple[str, ...] = DEFAULT_EXCLUDED_NAMESPACES
     max_templates_per_namespace: int = DEFAULT_MAX_TEMPLATES_PER_NAMESPACE
     api_timeout_seconds: float = 2.0
+    unused_template_grace_seconds: float = 600.0
     deprecated: tuple[str, ...] = ()  # keys given that no longer do anything, for a startup warning
 
 
@@ -80,6 +84,7 @@ def parse_webhook_policy(section: Mapping[str, Any] | None) -> WebhookPolicy:
         excluded_namespaces=tuple(hook.get("excludedNamespaces", DEFAULT_EXCLUDED_NAMESPACES)),
         max_templates_per_namespace=int(hook.get("maxTemplatesPerNamespace", DEFAULT_MAX_TEMPLATES_PER_NAMESPACE)),
         api_timeout_seconds=float(hook.get("apiTimeoutSeconds", 2.0)),
+        unused_template_grace_seconds=float(hook.get("unusedTemplateGraceSeconds", 600.0)),
         deprecated=tuple(key for key in ("cacheSeconds", "extendedResourceClasses") if key in hook),
     )
 
