@@ -157,10 +157,11 @@ class KubeResourceApi:
         query: list[tuple[str, str]] | None = None,
         body: dict[str, Any] | None = None,
         content_type: str = "application/json",
+        accept: str = "application/json",
     ) -> Any:
         """The raw urllib3 response of a 2xx answer; raises ApiError otherwise."""
         client = self._api()
-        headers = {"Accept": "application/json"}
+        headers = {"Accept": accept}
         if body is not None:
             headers["Content-Type"] = content_type
         try:
@@ -191,8 +192,11 @@ class KubeResourceApi:
         query: list[tuple[str, str]] | None = None,
         body: dict[str, Any] | None = None,
         content_type: str = "application/json",
+        accept: str = "application/json",
     ) -> dict[str, Any]:
-        answer = self._send(operation, method, path, timeout, query=query, body=body, content_type=content_type)
+        answer = self._send(
+            operation, method, path, timeout, query=query, body=body, content_type=content_type, accept=accept
+        )
         try:
             data = answer.read()
         except (urllib3.exceptions.HTTPError, OSError) as exc:
@@ -204,7 +208,8 @@ class KubeResourceApi:
 
     def get(self, resource: ApiResource, namespace: str | None, name: str, timeout: float) -> dict[str, Any] | None:
         try:
-            return self._json(f"get_{resource.plural}", "GET", resource.path(namespace, name), timeout)
+            path = resource.path(namespace, name)
+            return self._json(f"get_{resource.plural}", "GET", path, timeout, accept=_accept(resource, "object"))
         except ApiError as exc:
             if exc.status == 404 and exc.details_kind in ("", resource.plural):
                 return None
@@ -250,7 +255,8 @@ class KubeResourceApi:
             query.append(("labelSelector", label_selector))
         if continue_token:
             query.append(("continue", continue_token))
-        page = self._json(f"list_{resource.plural}", "GET", resource.path(namespace), timeout, query=query)
+        path, accept = resource.path(namespace), _accept(resource, "list")
+        page = self._json(f"list_{resource.plural}", "GET", path, timeout, query=query, accept=accept)
         metadata = page.get("metadata")
         metadata = metadata if isinstance(metadata, dict) else {}
         items = [item for item in page.get("items") or [] if isinstance(item, dict)]
@@ -272,7 +278,7 @@ class KubeResourceApi:
         # a bookmark at least that often, a silently dead connection ends here instead of hanging
         # until the server's own end of the watch, which will never arrive.
         timeout = (WATCH_CONNECT_TIMEOUT_SECONDS, WATCH_SILENCE_SECONDS)
-        answer = self._send(operation, "GET", resource.path(), timeout, query=query)
+        answer = self._send(operation, "GET", resource.path(), timeout, query=query, accept=_accept(resource, "object"))
         raw = answer.response
         try:
             for line in _lines(raw):
@@ -305,6 +311,16 @@ class KubeResourceApi:
 
     def server_version(self, timeout: float) -> dict[str, Any]:
         return self._json("get_version", "GET", "/version", timeout)
+
+
+def _accept(resource: ApiResource, form: str) -> str:
+    """The Accept header for reading `resource`: metadata only when that is all that is read (a list
+    is a PartialObjectMetadataList, an object or a watch event's object a PartialObjectMetadata),
+    plain JSON after it for a server that cannot."""
+    if not resource.metadata_only:
+        return "application/json"
+    kind = "PartialObjectMetadataList" if form == "list" else "PartialObjectMetadata"
+    return f"application/json;as={kind};g=meta.k8s.io;v=v1,application/json"
 
 
 def _lines(raw: Any) -> Iterator[bytes]:

@@ -25,6 +25,9 @@ class ApiResource:
     version: str
     plural: str
     namespaced: bool
+    # Only metadata is read (labels): asked for as PartialObjectMetadata, so the server sends no spec
+    # or status (the answer's objects have apiVersion meta.k8s.io/v1; their metadata is the object's).
+    metadata_only: bool = False
 
     def path(self, namespace: str | None = None, name: str | None = None) -> str:
         """`/api/v1/namespaces/ns/resourcequotas`, `/apis/resource.k8s.io/v1/deviceclasses/x`, ..."""
@@ -39,7 +42,7 @@ class ApiResource:
         return f"{self.group}/{self.version}" if self.group else self.version
 
 
-NAMESPACES = ApiResource("", "v1", "namespaces", namespaced=False)
+NAMESPACES = ApiResource("", "v1", "namespaces", namespaced=False, metadata_only=True)
 PODS = ApiResource("", "v1", "pods", namespaced=True)
 RESOURCE_QUOTAS = ApiResource("", "v1", "resourcequotas", namespaced=True)
 

@@ -65,6 +65,8 @@ class FakeKube:
     objects: dict[Key, dict[str, Any]] = field(default_factory=dict)
     # (method, path) of every call, in order.
     calls: list[tuple[str, str]] = field(default_factory=list)
+    # (path, Accept header) of every call over HTTP, in order.
+    accepts: list[tuple[str, str]] = field(default_factory=list)
     # Test knobs: answer every call with this HTTP status (and Status message), or only after this
     # many seconds; `lose_create_races`: store a POSTed template but answer 409, as if another
     # replica had created the same object between our GET and our POST; `implicit_namespaces`:
@@ -443,6 +445,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _answer(self, method: str) -> None:
+        with self.server.fake.lock:
+            self.server.fake.accepts.append((self.path, str(self.headers.get("Accept") or "")))
         body = None
         length = int(self.headers.get("Content-Length") or 0)
         if length:
