@@ -46,7 +46,7 @@ from dra_migrate.webhook.templates import MANAGED_SELECTOR, UNUSED_ANNOTATION
 log = logging.getLogger(__name__)
 
 LOCK_NAME = "dra-migrate-template-collector.lock"
-LONGEST_PAUSE_SECONDS = 60.0
+LONGEST_PAUSE_SECONDS = 300.0  # a pod list per namespace holding old templates, per pass: keep passes rare
 
 
 @dataclass
