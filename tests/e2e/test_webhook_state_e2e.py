@@ -4,7 +4,9 @@
   left a template behind and the mirror pod could not be made), with the webhook's warning;
 * a server-side dry run is refused exactly where the create is: the namespace's template bound
   and a ResourceQuota on the number of templates (the dry run passed where the create failed,
-  so `kubectl apply --dry-run=server` and Argo CD's diff lied), and stores nothing.
+  so `kubectl apply --dry-run=server` and Argo CD's diff lied), and stores nothing;
+* templates no pod uses any more are collected (they were never deleted: 80 pods created and
+  deleted left 80).
 """
 
 from __future__ import annotations
@@ -86,3 +88,23 @@ def test_a_dry_run_meets_the_quota_on_templates(kube: Kube, namespace: str) -> N
     assert dry["code"] == real["code"] == 403, (dry, real)
     assert "exceeded quota: no-templates" in dry["message"] and "exceeded quota: no-templates" in real["message"]
     assert _templates(kube, namespace) == [] and kube.get("v1", "Pod", "real", namespace) is None
+
+
+def test_templates_no_pod_uses_are_collected(kube: Kube, namespace: str, webhook: LocalWebhook) -> None:
+    """The collector's conditional mark (merge patch with a resourceVersion) and its delete with
+    preconditions, as the real apiserver takes them: the template of a deleted pod goes, the one
+    a pod still uses stays."""
+    config = deploy_server_config()
+    config["webhook"] = {**config["webhook"], "unusedTemplateGraceSeconds": 2}
+    with webhook.running_with("collecting", config):
+        kept = kube.create(gpu_pod("kept", count=1), namespace)
+        gone = kube.create(gpu_pod("gone", count=2), namespace)
+        [kept_template] = [c["resourceClaimTemplateName"] for c in kept["spec"]["resourceClaims"]]
+        [gone_template] = [c["resourceClaimTemplateName"] for c in gone["spec"]["resourceClaims"]]
+        kube.delete("v1", "Pod", "gone", namespace, grace_period_seconds=0)
+        wait_for(
+            lambda: gone_template not in _templates(kube, namespace), what="the unused template deleted", timeout=90
+        )
+        assert kept_template in _templates(kube, namespace)
+        unused = kube.get(RESOURCE_API, "ResourceClaimTemplate", kept_template, namespace) or {}
+        assert "dra-migrate.io/unused-since" not in (unused.get("metadata", {}).get("annotations") or {})

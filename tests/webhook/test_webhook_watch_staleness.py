@@ -27,7 +27,7 @@ from webhook_support import ServerProcess, StartServer, decoded_patch, watching
 from dra_migrate.webhook.resource_api import WATCH_SILENCE_SECONDS
 
 # Past the bound: the review that follows it (once a second), on a machine that may be busy.
-SLACK_S = 3.0
+SLACK_S = 5.0
 QUOTA_MESSAGE = "ResourceQuota team-a/gpu-quota limits requests.nvidia.com/gpu"
 
 
