@@ -3,10 +3,17 @@
     target           the Kubernetes release, from GET /version (the configuration's targetVersion,
                      when given, wins): the resource.k8s.io version templates are written in, which
                      feature gates are on by default (migration strategy, quota charging rules)
-    templates        every ResourceClaimTemplate (uid, spec digest, managed-by label)
+    templates        the ResourceClaimTemplates dra-migrate made (its managed-by label selects them:
+                     other tenants' templates are neither listed nor kept): uid, content digest
     namespaces       every Namespace (labels only): the server-side namespace selection
     quotas           every ResourceQuota (names of its hard keys, scoped or not)
     device_classes   every DeviceClass that maps an extended resource name
+
+With `collect_unused_after`, the templates dra-migrate made that no pod uses are collected
+(webhook/collector.py) by one worker of the process.
+
+A copy whose watch has not heard from the API for 15 s is not trusted (webhook/watchcache.py): the
+reviews ask the API directly, and dra_migrate_webhook_watch_stale{resource} shows it.
 
 The copies are read-only list + watch (webhook/watchcache.py), which deploy/base/rbac.yaml
 grants for exactly these. A copy that is missing or not current makes the review ask the API
@@ -25,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dra_migrate.engine import Target, TargetVersionError
+from dra_migrate.webhook.collector import TemplateCollector, lock_directory
 from dra_migrate.webhook.extended import ServingRecord, serving_record
 from dra_migrate.webhook.namespaces import Labels, namespace_labels
 from dra_migrate.webhook.quota import QuotaRecord, quota_record
@@ -36,12 +44,13 @@ from dra_migrate.webhook.resource_api import (
     claim_templates,
     device_classes,
 )
-from dra_migrate.webhook.templates import TemplateRecord, template_record
+from dra_migrate.webhook.templates import MANAGED_SELECTOR, TemplateRecord, template_record
 from dra_migrate.webhook.watchcache import WatchCache
 
 log = logging.getLogger(__name__)
 
-VERSION_RETRY_SECONDS = (1.0, 30.0)  # first and longest pause between reads of an unreadable version
+VERSION_RETRY_SECONDS = (1.0, 30.0)
+STALENESS_REPORT_SECONDS = 1.0  # first and longest pause between reads of an unreadable version
 
 
 @dataclass
@@ -88,30 +97,43 @@ class ClusterWatch:
         timeout: float,
         on_api_error: Callable[[str, str], None] = lambda operation, reason: None,
         on_event: Callable[[str, str], None] = lambda resource, kind: None,
-        on_alive: Callable[[str], None] = lambda resource: None,
+        on_staleness: Callable[[str, float, bool], None] = lambda resource, silence, stale: None,
+        collect_unused_after: float | None = None,
     ) -> None:
         self._api = api
         self._on_event = on_event
-        self._on_alive = on_alive
+        self._on_staleness = on_staleness
         self._configured = configured
         self._detect = detect_target
         self._timeout = timeout
         self._on_api_error = on_api_error
         self._stop = threading.Event()
+        self._collector = (
+            None
+            if collect_unused_after is None
+            else TemplateCollector(
+                api,
+                lambda: self.caches.templates.resource if self.caches.templates is not None else None,
+                grace_seconds=collect_unused_after,
+                timeout=timeout,
+                lock_directory=lock_directory(),
+                on_api_error=on_api_error,
+            )
+        )
         self.caches = ClusterCaches(
             namespaces=self._cache(NAMESPACES, namespace_labels),
             quotas=self._cache(RESOURCE_QUOTAS, quota_record),
         )
 
-    def _cache(self, resource: Any, keep: Any) -> Any:
+    def _cache(self, resource: Any, keep: Any, label_selector: str = "") -> Any:
         return WatchCache(
             self._api,
             resource,
             keep,
             timeout=self._timeout,
+            label_selector=label_selector,
             on_api_error=self._on_api_error,
             on_event=self._on_event,
-            on_alive=self._on_alive,
         )
 
     def start(self) -> ClusterCaches:
@@ -121,11 +143,22 @@ class ClusterWatch:
             self._watch_versioned(self._configured)
         else:
             threading.Thread(target=self._find_target, name="cluster-version", daemon=True).start()
+        threading.Thread(target=self._report_staleness, name="watch-staleness", daemon=True).start()
+        if self._collector is not None:
+            self._collector.start()
         return self.caches
+
+    def _report_staleness(self) -> None:
+        """Each second, how long each copy has been silent and whether it is trusted (metrics)."""
+        while not self._stop.wait(STALENESS_REPORT_SECONDS):
+            for cache in self.caches.all():
+                self._on_staleness(cache.resource.plural, cache.silence, not cache.synced)
 
     def stop(self) -> None:
         self._stop.set()
         self.caches.stop()
+        if self._collector is not None:
+            self._collector.stop()
 
     def _find_target(self) -> None:
         pause, longest = VERSION_RETRY_SECONDS
@@ -153,7 +186,9 @@ class ClusterWatch:
 
     def _watch_versioned(self, target: Target) -> None:
         version = target.dra_version
-        templates: WatchCache[TemplateRecord] = self._cache(claim_templates(version), template_record)
+        templates: WatchCache[TemplateRecord] = self._cache(
+            claim_templates(version), template_record, MANAGED_SELECTOR
+        )
         classes: WatchCache[ServingRecord | None] = self._cache(device_classes(version), serving_record)
         templates.start()
         classes.start()

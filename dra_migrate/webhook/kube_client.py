@@ -156,12 +156,14 @@ class KubeResourceApi:
         *,
         query: list[tuple[str, str]] | None = None,
         body: dict[str, Any] | None = None,
+        content_type: str = "application/json",
+        accept: str = "application/json",
     ) -> Any:
         """The raw urllib3 response of a 2xx answer; raises ApiError otherwise."""
         client = self._api()
-        headers = {"Accept": "application/json"}
+        headers = {"Accept": accept}
         if body is not None:
-            headers["Content-Type"] = "application/json"
+            headers["Content-Type"] = content_type
         try:
             serialized = client.param_serialize(
                 method, path, query_params=query or [], header_params=headers, body=body, auth_settings=["BearerToken"]
@@ -189,8 +191,12 @@ class KubeResourceApi:
         *,
         query: list[tuple[str, str]] | None = None,
         body: dict[str, Any] | None = None,
+        content_type: str = "application/json",
+        accept: str = "application/json",
     ) -> dict[str, Any]:
-        answer = self._send(operation, method, path, timeout, query=query, body=body)
+        answer = self._send(
+            operation, method, path, timeout, query=query, body=body, content_type=content_type, accept=accept
+        )
         try:
             data = answer.read()
         except (urllib3.exceptions.HTTPError, OSError) as exc:
@@ -202,14 +208,37 @@ class KubeResourceApi:
 
     def get(self, resource: ApiResource, namespace: str | None, name: str, timeout: float) -> dict[str, Any] | None:
         try:
-            return self._json(f"get_{resource.plural}", "GET", resource.path(namespace, name), timeout)
+            path = resource.path(namespace, name)
+            return self._json(f"get_{resource.plural}", "GET", path, timeout, accept=_accept(resource, "object"))
         except ApiError as exc:
             if exc.status == 404 and exc.details_kind in ("", resource.plural):
                 return None
             raise
 
-    def create(self, resource: ApiResource, namespace: str, body: dict[str, Any], timeout: float) -> dict[str, Any]:
-        return self._json(f"create_{resource.plural}", "POST", resource.path(namespace), timeout, body=body)
+    def create(
+        self, resource: ApiResource, namespace: str, body: dict[str, Any], timeout: float, *, dry_run: bool = False
+    ) -> dict[str, Any]:
+        query = [("dryRun", "All")] if dry_run else None
+        path = resource.path(namespace)
+        return self._json(f"create_{resource.plural}", "POST", path, timeout, query=query, body=body)
+
+    def patch(
+        self, resource: ApiResource, namespace: str, name: str, body: dict[str, Any], timeout: float
+    ) -> dict[str, Any]:
+        path = resource.path(namespace, name)
+        return self._json(
+            f"patch_{resource.plural}", "PATCH", path, timeout, body=body, content_type="application/merge-patch+json"
+        )
+
+    def delete_exactly(
+        self, resource: ApiResource, namespace: str, name: str, timeout: float, *, uid: str, resource_version: str
+    ) -> None:
+        options = {
+            "apiVersion": "v1",
+            "kind": "DeleteOptions",
+            "preconditions": {"uid": uid, "resourceVersion": resource_version},
+        }
+        self._json(f"delete_{resource.plural}", "DELETE", resource.path(namespace, name), timeout, body=options)
 
     def list_page(
         self,
@@ -226,13 +255,16 @@ class KubeResourceApi:
             query.append(("labelSelector", label_selector))
         if continue_token:
             query.append(("continue", continue_token))
-        page = self._json(f"list_{resource.plural}", "GET", resource.path(namespace), timeout, query=query)
+        path, accept = resource.path(namespace), _accept(resource, "list")
+        page = self._json(f"list_{resource.plural}", "GET", path, timeout, query=query, accept=accept)
         metadata = page.get("metadata")
         metadata = metadata if isinstance(metadata, dict) else {}
         items = [item for item in page.get("items") or [] if isinstance(item, dict)]
         return Page(items, str(metadata.get("resourceVersion") or ""), str(metadata.get("continue") or ""))
 
-    def watch(self, resource: ApiResource, resource_version: str, timeout_seconds: int) -> Iterator[WatchEvent]:
+    def watch(
+        self, resource: ApiResource, resource_version: str, timeout_seconds: int, *, label_selector: str = ""
+    ) -> Iterator[WatchEvent]:
         operation = f"watch_{resource.plural}"
         query = [
             ("watch", "true"),
@@ -240,11 +272,13 @@ class KubeResourceApi:
             ("allowWatchBookmarks", "true"),
             ("timeoutSeconds", str(timeout_seconds)),
         ]
+        if label_selector:
+            query.append(("labelSelector", label_selector))
         # The read timeout bounds each read of the stream, not the whole watch: a live watch gets
         # a bookmark at least that often, a silently dead connection ends here instead of hanging
         # until the server's own end of the watch, which will never arrive.
         timeout = (WATCH_CONNECT_TIMEOUT_SECONDS, WATCH_SILENCE_SECONDS)
-        answer = self._send(operation, "GET", resource.path(), timeout, query=query)
+        answer = self._send(operation, "GET", resource.path(), timeout, query=query, accept=_accept(resource, "object"))
         raw = answer.response
         try:
             for line in _lines(raw):
@@ -277,6 +311,16 @@ class KubeResourceApi:
 
     def server_version(self, timeout: float) -> dict[str, Any]:
         return self._json("get_version", "GET", "/version", timeout)
+
+
+def _accept(resource: ApiResource, form: str) -> str:
+    """The Accept header for reading `resource`: metadata only when that is all that is read (a list
+    is a PartialObjectMetadataList, an object or a watch event's object a PartialObjectMetadata),
+    plain JSON after it for a server that cannot."""
+    if not resource.metadata_only:
+        return "application/json"
+    kind = "PartialObjectMetadataList" if form == "list" else "PartialObjectMetadata"
+    return f"application/json;as={kind};g=meta.k8s.io;v=v1,application/json"
 
 
 def _lines(raw: Any) -> Iterator[bytes]:

@@ -15,8 +15,10 @@ in-process use) the ordinary in-memory registry is used.
     dra_migrate_webhook_certificate_reload_failures_total       rotated TLS files not taken
     dra_migrate_webhook_watch_events_total{resource,type}       changes applied to the server's watched
                                                                 copies of the cluster (webhook/cluster.py)
-    dra_migrate_webhook_watch_alive_timestamp_seconds{resource} last sign of life of a copy's list or
-                                                                watch (the stalest worker's)
+    dra_migrate_webhook_watch_stale{resource}                   1 while a watched copy is not trusted (not
+                                                                listed yet, or silent for over 15 s): the
+                                                                answers read the API directly
+    dra_migrate_webhook_watch_silence_seconds{resource}         seconds since its watch last heard from the API
     dra_migrate_webhook_connections_closed_total{reason}        connections the server closed to keep
                                                                 slots free (webhook/connections.py)
 
@@ -31,7 +33,6 @@ import contextlib
 import functools
 import logging
 import os
-import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, ParamSpec
@@ -87,14 +88,21 @@ WATCH_EVENTS = Counter(
     ["resource", "type"],
 )
 
-WATCH_ALIVE = Gauge(
-    "dra_migrate_webhook_watch_alive_timestamp_seconds",
-    "Unix time of the last sign of life of the list or watch behind a watched copy of the cluster (a list, "
-    "an event, a bookmark, the server's end of a watch), or of the watch's start before its first list; "
-    "the stalest live worker's.",
+WATCH_STALE = Gauge(
+    "dra_migrate_webhook_watch_stale",
+    "1 while a watched copy of the cluster is not trusted (not listed yet, or its watch silent for over 15 s): "
+    "the answers read the API directly. The largest of the live workers.",
     ["resource"],
-    multiprocess_mode="livemin",
+    multiprocess_mode="livemax",
 )
+WATCH_SILENCE = Gauge(
+    "dra_migrate_webhook_watch_silence_seconds",
+    "Seconds since the watch of a copy of the cluster last heard from the API (event, bookmark, end of a "
+    "watch, list). The largest of the live workers.",
+    ["resource"],
+    multiprocess_mode="livemax",
+)
+NEVER_HEARD_SECONDS = 1e9  # the silence shown before a copy's first list
 
 CONNECTIONS_CLOSED = Counter(
     "dra_migrate_webhook_connections_closed",
@@ -226,10 +234,9 @@ def watch_event(resource: str, kind: str) -> None:
     WATCH_EVENTS.labels(resource if resource in _WATCHED else "other", kind if kind in _EVENT_TYPES else "other").inc()
 
 
-_watch_alive_gauge = functools.lru_cache(maxsize=8)(WATCH_ALIVE.labels)
-
-
 @_never_raises
-def watch_alive(resource: str) -> None:
-    """A watched copy's list or watch showed a sign of life now (an age alert reads it)."""
-    _watch_alive_gauge(resource if resource in _WATCHED else "other").set(time.time())
+def watch_staleness(resource: str, silence: float, stale: bool) -> None:
+    """How long a watched copy has been silent, and whether it is trusted (resource from a fixed set)."""
+    name = resource if resource in _WATCHED else "other"
+    WATCH_STALE.labels(name).set(1 if stale else 0)
+    WATCH_SILENCE.labels(name).set(min(silence, NEVER_HEARD_SECONDS))

@@ -5,9 +5,10 @@ an API failure on the way; the Reviewer (webhook/review.py) asks it and never lo
 A new mode is a value in policy.Mode and a class here, in HANDLERS.
 
 * `enforce`: the templates the converted pod references are made to exist in the request's
-  namespace (a dry run only checks them: nothing is created), then the pod is patched into
-  exactly the engine's result. A template with our name but another spec, or one more than
-  the namespace may have, denies the pod; API failures are decided in webhook/failures.py.
+  namespace (a dry run sends the creates as dry runs: refused as the real ones would be, nothing
+  stored), then the pod is patched into the engine's result, its claims pointing at the names the
+  templates were found or made under. Every name for a template taken by another one, or one
+  more template than the namespace may have, denies the pod; API failures are decided in webhook/failures.py.
   Engine errors (a part it could not convert) do not block the pod: they are warnings, and
   the rest is converted.
 * `audit`: no patch and no API write; warnings and audit annotations say what enforce
@@ -64,6 +65,10 @@ class ModeHandler(Protocol):
         """The refusal for a pod that converting would take out of its quotas, or None to go on."""
         ...
 
+    def quota_exceeded_refusal(self, described: Sequence[str]) -> Decision | None:
+        """The refusal for a pod whose claims a used-up quota would refuse, or None to go on."""
+        ...
+
     def api_failed(self, exc: ApiError, pod: Mapping[str, Any], namespace: str, what: str) -> Decision:
         """The answer when the API call for `what` failed before the pod was converted."""
         ...
@@ -88,6 +93,9 @@ class Audit:
         )
 
     def quota_gap_refusal(self, described: Sequence[str]) -> Decision | None:
+        return None
+
+    def quota_exceeded_refusal(self, described: Sequence[str]) -> Decision | None:
         return None
 
     def api_failed(self, exc: ApiError, pod: Mapping[str, Any], namespace: str, what: str) -> Decision:
@@ -115,6 +123,14 @@ class Enforce:
             f"{'; '.join(described)} (webhook.quotaGap: deny; `warn` or `convert` converts anyway)",
         )
 
+    def quota_exceeded_refusal(self, described: Sequence[str]) -> Decision | None:
+        return denied(
+            Outcome.DENIED_QUOTA_EXCEEDED,
+            403,
+            f"dra-migrate: pod not admitted, its devices are over quota: {'; '.join(described)} (the ResourceClaims "
+            "made for it would be refused and the pod left Pending)",
+        )
+
     def api_failed(self, exc: ApiError, pod: Mapping[str, Any], namespace: str, what: str) -> Decision:
         return api_failure(exc, self._policy, pod, namespace, what)
 
@@ -123,7 +139,7 @@ class Enforce:
         assert result.object is not None
         templates = [_in_namespace(t, request.namespace) for t in result.templates]
         try:
-            created = self._templates.ensure(templates, create=not request.dry_run, budget=pod.budget)
+            ensured = self._templates.ensure(templates, dry_run=request.dry_run, budget=pod.budget)
         except TemplateConflictError as exc:
             return denied(Outcome.DENIED_CONFLICT, 409, str(exc))
         except TemplateLimitError as exc:
@@ -133,6 +149,7 @@ class Enforce:
             return api_failure(
                 exc, self._policy, pod.pod, request.namespace, f"check or create ResourceClaimTemplate {names}"
             )
+        _use_template_names(result.object, ensured.renamed)
         return patched(
             json_patch(result.changes),
             warnings=messages.warnings_for(result.findings, extra=pod.notes),
@@ -140,10 +157,20 @@ class Enforce:
                 "decision": "converted-dry-run" if request.dry_run else "converted",
                 "converted": messages.joined(messages.changes(result.findings)),
                 "problems": pod.problems(),
-                "templates-created": ",".join(created),
+                "templates-created": ",".join(ensured.created),
             },
             converted=pod.converted,
         )
+
+
+def _use_template_names(pod: dict[str, Any], renamed: Mapping[str, str]) -> None:
+    """Point the pod's claims at the names the templates were ensured under (before the patch is made)."""
+    if not renamed:
+        return
+    for claim in pod["spec"].get("resourceClaims") or []:
+        name = claim.get("resourceClaimTemplateName") if isinstance(claim, dict) else None
+        if isinstance(name, str) and name in renamed:
+            claim["resourceClaimTemplateName"] = renamed[name]
 
 
 def _in_namespace(template: Mapping[str, Any], namespace: str) -> dict[str, Any]:

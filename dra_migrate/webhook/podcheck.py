@@ -14,6 +14,12 @@ that is denied with code 422 before any conversion work, and so is a pod listing
 MAX_RESOURCE_ENTRIES resource names (counted before any is looked up), so a review's work stays
 small and bounded.
 
+A mirror pod (annotation `kubernetes.io/config.mirror`) is the kubelet's API copy of a static pod
+from a manifest on its node: it must stay what that manifest says (the kubelet recreates a mirror
+pod that differs, and the apiserver refuses one converted to claims), and a template made for it
+would be left behind. It passes untouched, with a warning when it asks for mapped devices: the
+manifest on the node is what to convert (`dra-migrate convert`).
+
 `metadata.managedFields` is the one part of a Pod the apiserver passes through free-form (FieldsV1
 may nest hundreds of levels deep). Nothing here reads it, so it is set aside before conversion; the
 patch never touches it.
@@ -249,6 +255,28 @@ def limit_problem(pod: Mapping[str, Any], config: Config) -> PodProblem | None:
         f"dra-migrate: the pod asks for {len(requests)} device-plugin resources across its containers "
         f"({shown}, ...); at most {MAX_MAPPED_REQUESTS} are converted per pod, the number of device requests "
         "one ResourceClaim can hold. Ask for fewer, or label the pod dra-migrate.io/skip=true",
+    )
+
+
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+
+
+def is_mirror_pod(pod: Mapping[str, Any]) -> bool:
+    """A mirror pod of a static pod (shape already checked: annotations are strings)."""
+    annotations = (pod.get("metadata") or {}).get("annotations")
+    return isinstance(annotations, Mapping) and MIRROR_ANNOTATION in annotations
+
+
+def mirror_pod_warning(pod: Mapping[str, Any], config: Config) -> str | None:
+    """The warning for a mirror pod that asks for devices the configuration maps, or None."""
+    requests = mapped_requests(pod, config)
+    if not requests:
+        return None
+    node = (pod.get("spec") or {}).get("nodeName") or "its node"
+    return (
+        f"dra-migrate warning: mirror pod of a static pod left unconverted ({', '.join(requests[:3])}"
+        f"{', ...' if len(requests) > 3 else ''}): the apiserver refuses a converted mirror pod; convert the "
+        f"static pod's manifest on {node} instead (dra-migrate convert)"
     )
 
 

@@ -88,6 +88,16 @@ WEBHOOK_SCHEMA: dict[str, Any] = {
             "description": "the timeout of one Kubernetes API call; a review's calls share twice this, cut to what "
             "is left of the review's 4.5 s",
         },
+# Templates dra-migrate made that no pod references are marked after this long, and deleted
+        # after as long again (webhook/collector.py; at least 90 s to be safe under load).
+        "unusedTemplateGraceSeconds": {
+            "type": "number",
+            "minimum": 1,
+            "maximum": 604_800,
+            "default": 600,
+            "description": "templates dra-migrate made that no pod references are marked unused after this long, "
+            "and deleted after as long again",
+        },
         # Accepted so older files still load; the caches now follow a watch and need no expiry.
         "cacheSeconds": {
             "type": "number",
@@ -108,6 +118,7 @@ class WebhookPolicy:
     excluded_namespaces: tuple[str, ...] = DEFAULT_EXCLUDED_NAMESPACES
     max_templates_per_namespace: int = DEFAULT_MAX_TEMPLATES_PER_NAMESPACE
     api_timeout_seconds: float = 2.0
+    unused_template_grace_seconds: float = 600.0
     deprecated: tuple[str, ...] = ()  # keys given that no longer do anything, for a startup warning
 
 
@@ -122,6 +133,7 @@ def parse_webhook_policy(section: Mapping[str, Any] | None) -> WebhookPolicy:
         excluded_namespaces=tuple(hook.get("excludedNamespaces", DEFAULT_EXCLUDED_NAMESPACES)),
         max_templates_per_namespace=int(hook.get("maxTemplatesPerNamespace", DEFAULT_MAX_TEMPLATES_PER_NAMESPACE)),
         api_timeout_seconds=float(hook.get("apiTimeoutSeconds", 2.0)),
+        unused_template_grace_seconds=float(hook.get("unusedTemplateGraceSeconds", 600.0)),
         deprecated=tuple(key for key in ("cacheSeconds", "extendedResourceClasses") if key in hook),
     )
 

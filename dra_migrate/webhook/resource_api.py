@@ -25,6 +25,9 @@ class ApiResource:
     version: str
     plural: str
     namespaced: bool
+    # Only metadata is read (labels): asked for as PartialObjectMetadata, so the server sends no spec
+    # or status (the answer's objects have apiVersion meta.k8s.io/v1; their metadata is the object's).
+    metadata_only: bool = False
 
     def path(self, namespace: str | None = None, name: str | None = None) -> str:
         """`/api/v1/namespaces/ns/resourcequotas`, `/apis/resource.k8s.io/v1/deviceclasses/x`, ..."""
@@ -39,7 +42,8 @@ class ApiResource:
         return f"{self.group}/{self.version}" if self.group else self.version
 
 
-NAMESPACES = ApiResource("", "v1", "namespaces", namespaced=False)
+NAMESPACES = ApiResource("", "v1", "namespaces", namespaced=False, metadata_only=True)
+PODS = ApiResource("", "v1", "pods", namespaced=True)
 RESOURCE_QUOTAS = ApiResource("", "v1", "resourcequotas", namespaced=True)
 
 
@@ -150,18 +154,20 @@ class Page:
 WatchEvent = tuple[str, dict[str, Any]]  # (ADDED | MODIFIED | DELETED | BOOKMARK, object)
 
 # A watch is asked to end after WATCH_SECONDS, times up to WATCH_JITTER (so workers do not reconnect
-# in step), and resumed from the last resourceVersion seen.
-WATCH_SECONDS = 50
-WATCH_JITTER = 1.2
-# The longest a live watch stays silent, and so how long a silently dead connection is trusted.
-# Bookmarks do not bound it: kube-apiserver's watch cache schedules one a minute (k8s.io/apiserver
+# in step), and resumed from the last resourceVersion seen: the server's end of a watch is a sign of
+# life at least every WATCH_SECONDS * WATCH_JITTER = 10 s, whatever the cluster does. Bookmarks could
+# not give that bound: kube-apiserver's watch cache schedules one a minute (k8s.io/apiserver
 # pkg/storage/cacher: defaultBookmarkFrequency) but drops those not newer than the watch's start
 # (cacheWatcher.process), and a quiet resource's version only moves on etcd's progress notifications,
-# every 10 minutes by default (etcd server/etcdserver/api/v3rpc: progressReportInterval). The
-# server's own end of the watch does bound it, so watches last under a minute (which also keeps
-# the periodic bookmark out: the one sent 2 s before the end moves the resourceVersion on), and the
-# margin is upstream's for the same kind of bound (DefaultEventFreshDuration: that frequency + 15 s).
-WATCH_SILENCE_SECONDS = WATCH_SECONDS * WATCH_JITTER + 15.0
+# every 10 minutes by default (etcd server/etcdserver/api/v3rpc: progressReportInterval). Resuming a
+# watch from a recent resourceVersion is served from the watch cache, without a list.
+WATCH_SECONDS = 8
+WATCH_JITTER = 1.25
+# How long a watch may stay silent (no event, no bookmark, no end of a watch, no successful list)
+# before its copy is distrusted: the answers then go to the API directly, and the watch's read times
+# out, so the copy is listed again over a new connection. A connection that stopped forwarding
+# (a restarted load balancer or NAT forgets its flows, and nothing reports it) is found within it.
+WATCH_SILENCE_SECONDS = 15.0
 
 
 class ResourceApi(Protocol):
@@ -174,7 +180,24 @@ class ResourceApi(Protocol):
         """The object, or None when the API answers 404 for it."""
         ...
 
-    def create(self, resource: ApiResource, namespace: str, body: dict[str, Any], timeout: float) -> dict[str, Any]: ...
+    def create(
+        self, resource: ApiResource, namespace: str, body: dict[str, Any], timeout: float, *, dry_run: bool = False
+    ) -> dict[str, Any]:
+        """The stored object; with `dry_run`, the apiserver's answer to `dryRun=All`: every check of
+        a real create (admission, quota, validation), nothing stored."""
+        ...
+
+    def patch(
+        self, resource: ApiResource, namespace: str, name: str, body: dict[str, Any], timeout: float
+    ) -> dict[str, Any]:
+        """A JSON merge patch (RFC 7386); a `metadata.resourceVersion` in it makes it conditional (409)."""
+        ...
+
+    def delete_exactly(
+        self, resource: ApiResource, namespace: str, name: str, timeout: float, *, uid: str, resource_version: str
+    ) -> None:
+        """Delete only that object in that version (preconditions: 409 when it changed, 404 when gone)."""
+        ...
 
     def list_page(
         self,
@@ -189,8 +212,11 @@ class ResourceApi(Protocol):
         """One page of a list, across all namespaces when `namespace` is None."""
         ...
 
-    def watch(self, resource: ApiResource, resource_version: str, timeout_seconds: int) -> Iterator[WatchEvent]:
-        """Changes after `resource_version`, all namespaces, until the server ends the watch.
+    def watch(
+        self, resource: ApiResource, resource_version: str, timeout_seconds: int, *, label_selector: str = ""
+    ) -> Iterator[WatchEvent]:
+        """Changes after `resource_version`, all namespaces, until the server ends the watch; with
+        `label_selector`, only of the objects it selects (one that stops matching arrives as DELETED).
 
         Asks for bookmarks, and raises ApiError when nothing arrives for WATCH_SILENCE_SECONDS, which
         a live watch never exceeds as long as `timeout_seconds` is at most WATCH_SECONDS * WATCH_JITTER.

@@ -20,12 +20,14 @@ class Outcome(enum.StrEnum):
     UNCHANGED = "unchanged"
     AUDITED = "audited"
     OPTED_OUT = "opted_out"
+    MIRROR_POD = "mirror_pod"  # a static pod's mirror: the kubelet's copy, never changed
     NOT_SELECTED = "not_selected"  # a namespace the configuration does not select (a direct POST)
     IGNORED = "ignored"
     DENIED_INVALID = "denied_invalid"  # a pod no apiserver sends, or one over the per-pod limits
     DENIED_CONFLICT = "denied_conflict"
     DENIED_TEMPLATE_LIMIT = "denied_template_limit"
     DENIED_QUOTA_GAP = "denied_quota_gap"
+    DENIED_QUOTA_EXCEEDED = "denied_quota_exceeded"  # a used-up quota would refuse the pod's claims
     DENIED_FORBIDDEN = "denied_forbidden"  # 403 from the API: a quota, RBAC, a namespace being deleted
     DENIED_NOT_FOUND = "denied_not_found"  # 404 from the API: the namespace (or the API version) is missing
     DENIED_REJECTED = "denied_rejected"  # another 4xx: the apiserver refused the template itself

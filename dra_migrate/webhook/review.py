@@ -6,17 +6,21 @@ Order of the checks and why:
    test) gets no patch because a pod's resources and resourceClaims are immutable, so an
    already converted pod is left exactly as it is.
 2. The pod's shape and size (webhook/podcheck.py): a pod no apiserver would send, or one over
-   the per-pod limits, is denied before any work. Opt-out of the pod (webhook/optout.py):
-   allowed, no patch.
+   the per-pod limits, is denied before any work. Opt-out of the pod (webhook/optout.py), and
+   a static pod's mirror (webhook/podcheck.py): allowed, no patch.
 3. Namespace selection (webhook/namespaces.py), done by the server as well as by the
    configuration's selectors, because a direct POST to /mutate bypasses the selectors:
    a namespace the configuration does not select is left alone, and nothing is created there.
-4. Conversion by the engine, for the cluster's release (its version, unless the configuration
+4. Conversion by the engine of the whole pod (a pod reviewed again after a later webhook changed
+   it has its first-pass claims turned back into requests first: webhook/reinvocation.py), for
+   the cluster's release (its version, unless the configuration
    sets targetVersion) and with the cluster's DeviceClasses that serve extended resource names:
    the migration strategy (`strategy:`) takes the same decision as the translator would for that
    cluster. The engine's result lists what it converted; the pod is not walked again.
 5. ResourceQuotas the converted pod would escape (webhook/quota.py): `quotaGap` denies
-   (the default), warns, or converts anyway.
+   (the default), warns, or converts anyway. A quota counting the claims that the pod's claims
+   would pass refuses it here, as the quota refused the device-plugin pod before conversion
+   (the claims would be refused later and the pod left Pending).
 6. The mode's handler (webhook/modes.py): `enforce` creates templates and patches, `audit`
    only reports. The handler also decides how its mode meets a quota gap and an API failure:
    nothing here depends on the mode.
@@ -45,9 +49,16 @@ from dra_migrate.webhook.extended import ExtendedResourceIndex, without_resource
 from dra_migrate.webhook.modes import ConvertedPod, ModeHandler, handler_for
 from dra_migrate.webhook.namespaces import NamespaceSelection
 from dra_migrate.webhook.optout import opt_out_reason
-from dra_migrate.webhook.podcheck import limit_problem, shape_problem, without_managed_fields
+from dra_migrate.webhook.podcheck import (
+    is_mirror_pod,
+    limit_problem,
+    mirror_pod_warning,
+    shape_problem,
+    without_managed_fields,
+)
 from dra_migrate.webhook.policy import QuotaGap, WebhookPolicy
-from dra_migrate.webhook.quota import QuotaLookup, QuotaRecord, quota_gaps
+from dra_migrate.webhook.quota import QuotaLookup, QuotaRecord, claimed_devices, quota_exceeded, quota_gaps
+from dra_migrate.webhook.reinvocation import restore_earlier_claims
 from dra_migrate.webhook.resource_api import ApiError, ResourceApi
 from dra_migrate.webhook.responses import Decision, Outcome, allowed, denied
 from dra_migrate.webhook.templates import TemplateEnsurer
@@ -152,6 +163,11 @@ class Reviewer:
         reason = opt_out_reason(pod)
         if reason is not None:
             return allowed(Outcome.OPTED_OUT, annotations={"reason": reason})
+        if is_mirror_pod(pod):
+            warning = mirror_pod_warning(pod, self._config)
+            return allowed(
+                Outcome.MIRROR_POD, warnings=(warning,) if warning else (), annotations={"problems": warning or ""}
+            )
         too_big = limit_problem(pod, self._config)
         if too_big is not None:
             return denied(Outcome.DENIED_INVALID, too_big.code, too_big.message)
@@ -164,7 +180,10 @@ class Reviewer:
             return allowed(Outcome.NOT_SELECTED, annotations={"reason": skip})
 
         config = self._effective_config()
-        result = convert(pod, config)
+        restored = restore_earlier_claims(pod, config)  # reviewed again after a later webhook's change
+        result = convert(pod if restored is None else restored, config)
+        if restored is not None:
+            result.source = pod  # the patch applies to the pod as sent
         if not result.changed or result.object is None:
             return self._unchanged(result)
         notes: list[str] = []
@@ -182,6 +201,14 @@ class Reviewer:
                 return refusal
             if self._policy.quota_gap is not QuotaGap.CONVERT:
                 notes += [f"webhook.quotaGap {self._policy.quota_gap}: {text}" for text in described]
+        devices = claimed_devices(result.templates, result.object)
+        exceeded = quota_exceeded(devices, quotas, config.target, self._parts.extended.extended_names())
+        if exceeded:
+            described = [limit.describe() for limit in exceeded]
+            refusal = self._parts.handler.quota_exceeded_refusal(described)
+            if refusal is not None:
+                return refusal
+            notes += described
         return self._parts.handler(ConvertedPod(request, pod, result, tuple(notes), budget))
 
     def _effective_config(self) -> Config:

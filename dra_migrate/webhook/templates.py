@@ -1,15 +1,22 @@
-"""Make sure the ResourceClaimTemplates a converted Pod references exist with the spec it needs.
+"""Make sure the ResourceClaimTemplates a converted Pod references exist with the content it needs.
 
 Templates, never ResourceClaims: a claim made at admission has no owner (the pod has no UID
 yet) and outlives the pod; the resourceclaim controller owns claims made from a template.
+Templates no pod references any more are deleted by the collector (webhook/collector.py).
 
-Answers come from a watched copy of every ResourceClaimTemplate in the cluster
-(webhook/watchcache.py), so the common path makes no API call, a deleted template is
-created again for the next pod, and a template replaced with another spec is refused (409)
-from the next review on, by every replica alike. While the copy is not current (start-up, a
-broken watch) the API is asked directly. A conflict found that way is remembered for a few
-seconds, so a burst of pods against one conflicting template does not become a burst of API
-calls.
+Answers come from a watched copy of the templates dra-migrate made (those with its managed-by
+label: webhook/cluster.py), so the common path makes no API call and a deleted template is
+created again for the next pod. While the copy is not current (start-up, a broken watch) the
+API is asked directly.
+
+A template is used only when it is dra-migrate's (the label), not marked unused by the collector,
+and its whole content matches: the
+claim spec and the labels and annotations of `spec.metadata`, which the resourceclaim controller
+copies onto every claim made from it. A template under the wanted name with other content (a
+tenant's, or one replaced by hand) is left alone and the next name of a short, fixed sequence
+is used (`<name>-2`, `<name>-3`, ...): every replica walks the same sequence, so they agree. A
+name found taken by a direct read is remembered for a few seconds, so a burst of pods does not
+become a burst of API calls; only when every name of the sequence is taken is the pod refused.
 
 The number of templates dra-migrate creates in one namespace is bounded
 (`webhook.maxTemplatesPerNamespace`): the webhook runs before the apiserver validates the
@@ -17,12 +24,18 @@ pod, so a user who may create pods, but not templates, could otherwise make it c
 number of distinct templates with pods that fail validation afterwards. The bound holds under
 concurrency: the reviews of one worker create in a namespace one at a time, each after counting
 with a read from the API (the watched copy may be a moment behind another replica's creations),
-so replicas x workers creations at most can pass the same count. A template is never deleted
-to restore the bound: another replica may already have admitted a pod that uses it.
+so replicas x workers creations at most can pass the same count.
+
+A dry run (`dryRun: All`, e.g. `kubectl apply --server-side --dry-run=server`, Argo CD's diff) goes
+the same way, with the create sent as a dry run too: the apiserver's own admission (a
+ResourceQuota on `count/resourceclaimtemplates.resource.k8s.io`) and the namespace's bound refuse
+it exactly as they would refuse the real create, and nothing is stored.
 """
 
 from __future__ import annotations
 
+import enum
+import json
 import threading
 import time
 from collections import OrderedDict
@@ -36,36 +49,71 @@ from dra_migrate.webhook.budget import Budget
 from dra_migrate.webhook.resource_api import AlreadyExistsError, ApiError, ApiResource, ResourceApi, claim_templates
 from dra_migrate.webhook.watchcache import WatchCache
 
-# How long a conflict found by asking the API directly is remembered (the watched copy needs no memory).
+# How long a name found taken by asking the API directly is remembered (the watched copy needs no memory).
 CONFLICT_SECONDS = 5.0
 MAX_REMEMBERED_CONFLICTS = 1_000
 MANAGED_SELECTOR = f"{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}"
+UNUSED_ANNOTATION = "dra-migrate.io/unused-since"  # set by the collector on a template no pod uses
+
+
+# The names tried for one template: its own, then `-2` ... (a template the pod cannot use holds the name).
+NAME_CANDIDATES = 4
 
 
 @dataclass(frozen=True, slots=True)
 class TemplateRecord:
-    """What the watched copy keeps of a template: enough to compare it and to count ours."""
+    """What the watched copy keeps of one of dra-migrate's templates: enough to compare it."""
 
     uid: str
-    spec_key: str
-    managed: bool
+    content_key: str
+    unused: bool = False  # marked by the collector (webhook/collector.py): never used again
+
+
+def content_key(template: Mapping[str, Any]) -> str:
+    """What a claim made from the template gets: its claim spec (request defaults applied) and the
+    labels and annotations of `spec.metadata`. Equal keys, same claims."""
+    outer = template.get("spec")
+    claim_metadata = outer.get("metadata") if isinstance(outer, Mapping) else None
+    claim_metadata = claim_metadata if isinstance(claim_metadata, Mapping) else {}
+    reaching = {field: claim_metadata.get(field) or {} for field in ("labels", "annotations")}
+    return f"{spec_key(dict(template))}|{json.dumps(reaching, sort_keys=True, default=str)}"
+
+
+def is_managed(obj: Mapping[str, Any]) -> bool:
+    metadata = obj.get("metadata")
+    labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
+    return isinstance(labels, Mapping) and labels.get(MANAGED_BY_LABEL) == MANAGED_BY_VALUE
 
 
 def template_record(obj: Mapping[str, Any]) -> TemplateRecord:
     metadata = obj.get("metadata")
     metadata = metadata if isinstance(metadata, Mapping) else {}
-    labels = metadata.get("labels")
-    managed = isinstance(labels, Mapping) and labels.get(MANAGED_BY_LABEL) == MANAGED_BY_VALUE
-    return TemplateRecord(str(metadata.get("uid") or ""), spec_key(dict(obj)), managed)
+    annotations = metadata.get("annotations")
+    unused = isinstance(annotations, Mapping) and UNUSED_ANNOTATION in annotations
+    return TemplateRecord(str(metadata.get("uid") or ""), content_key(obj), unused)
+
+
+def candidate_names(name: str) -> list[str]:
+    return [name, *(f"{name}-{number}" for number in range(2, NAME_CANDIDATES + 1))]
+
+
+@dataclass(frozen=True, slots=True)
+class EnsuredTemplates:
+    """Templates created (none in a dry run), and the engine's names the pod must use another name for."""
+
+    created: list[str]
+    renamed: dict[str, str]
 
 
 class TemplateConflictError(Exception):
-    """A template with our name exists but asks for different devices: never reuse it silently."""
+    """Every name the template may have is held by a template the pod cannot use: never reuse one silently."""
 
     def __init__(self, namespace: str, name: str) -> None:
+        names = ", ".join(candidate_names(name))
         super().__init__(
-            f'ResourceClaimTemplate "{namespace}/{name}" already exists with a different spec; '
-            "dra-migrate does not reuse or change it. Delete it (it is recreated with the right spec "
+            f'ResourceClaimTemplate "{namespace}/{name}" and every other name dra-migrate may give it '
+            f"({names}) already exist with a different spec or claim metadata, or are not dra-migrate's; "
+            "dra-migrate does not reuse or change them. Delete one (it is recreated with the right content "
             "for the next pod) or opt the pod out with the label dra-migrate.io/skip=true"
         )
         self.namespace = namespace
@@ -124,89 +172,117 @@ class TemplateEnsurer:
         self._api = api
         self._cache = cache
         self._max = max_per_namespace
-        self._conflicts = _Conflicts(clock)
+        self._taken = _Conflicts(clock)
         self._on_created = on_created
         self._on_api_error = on_api_error
         self._creation_locks = KeyedLocks()
         self._creations = 0  # templates this ensurer has created: what tells a waiting review to look again
 
-    def ensure(self, templates: Sequence[dict[str, Any]], *, create: bool, budget: Budget) -> list[str]:
-        """Names of the templates created. With `create=False` (dry run) nothing is created.
+    def ensure(self, templates: Sequence[dict[str, Any]], *, dry_run: bool, budget: Budget) -> EnsuredTemplates:
+        """Make each template exist (under its name or the next free one); in a dry run, only check
+        that the creates would pass, with creates sent as dry runs.
 
         Raises TemplateConflictError, TemplateLimitError, or ApiError when the API gives no usable answer.
         """
         created: list[str] = []
+        renamed: dict[str, str] = {}
         for template in templates:
+            wanted = template["metadata"]["name"]
             try:
-                if self._ensure_one(template, create, budget):
-                    created.append(template["metadata"]["name"])
+                name, made = self._ensure_one(template, dry_run, budget)
             except ApiError as exc:
                 self._on_api_error(exc.operation, exc.reason)
                 raise
-        return created
+            if made and not dry_run:
+                created.append(name)
+            if name != wanted:
+                renamed[wanted] = name
+        return EnsuredTemplates(created, renamed)
 
     def _current(self, resource: ApiResource) -> WatchCache[TemplateRecord] | None:
         """The watched copy, when it is current and of the version asked for."""
         cache = self._cache()
         return cache if cache is not None and cache.synced and cache.resource == resource else None
 
-    def _ensure_one(self, template: dict[str, Any], create: bool, budget: Budget) -> bool:
+    def _ensure_one(self, template: dict[str, Any], dry_run: bool, budget: Budget) -> tuple[str, bool]:
+        """The name the pod uses, and whether it was created now."""
         namespace = template["metadata"]["namespace"]
-        name = template["metadata"]["name"]
-        wanted = spec_key(template)
-        if (namespace, name, wanted) in self._conflicts:
-            raise TemplateConflictError(namespace, name)
+        first = template["metadata"]["name"]
+        wanted = content_key(template)
         resource = claim_templates(_version(template))
+        for name in candidate_names(first):
+            if (namespace, name, wanted) in self._taken:
+                continue
+            candidate = {**template, "metadata": {**template["metadata"], "name": name}}
+            found = self._ensure_named(resource, candidate, wanted, dry_run, budget)
+            if found is not Found.OTHER:
+                return name, found is Found.CREATED
+        raise TemplateConflictError(namespace, first)
+
+    def _ensure_named(
+        self, resource: ApiResource, template: dict[str, Any], wanted: str, dry_run: bool, budget: Budget
+    ) -> Found:
+        namespace, name = template["metadata"]["namespace"], template["metadata"]["name"]
         creations_before = self._creations
-        if self._exists(resource, namespace, name, wanted, budget) or not create:
-            return False
+        found = self._lookup(resource, namespace, name, wanted, budget)
+        if found is not Found.ABSENT:
+            return found
         with self._creating_in(namespace, budget):
             # Another review of this worker may have created it while this one waited for its turn:
             # the watched copy shows it; without one, the API is asked again only if this worker has
             # created a template since.
-            look_again = self._current(resource) is not None or self._creations != creations_before
-            if look_again and self._exists(resource, namespace, name, wanted, budget):
-                return False
+            if self._current(resource) is not None or self._creations != creations_before:
+                found = self._lookup(resource, namespace, name, wanted, budget)
+                if found is not Found.ABSENT:
+                    return found
             if self._at_limit(resource, namespace, budget):
                 # Perhaps only because another replica has just created this very template.
-                stored = self._stored_spec(resource, namespace, name, budget)
-                if stored is None:
+                found = self._read(resource, namespace, name, wanted, budget)
+                if found is Found.ABSENT:
                     raise TemplateLimitError(namespace, self._max)
-                return self._compare(stored, wanted, namespace, name, remember=True)
+                return found
             try:
                 created = self._api.create(
-                    resource, namespace, template, budget.timeout("create_resourceclaimtemplates")
+                    resource, namespace, template, budget.timeout("create_resourceclaimtemplates"), dry_run=dry_run
                 )
             except AlreadyExistsError:
-                # Lost a race with another replica (or the copy is a moment behind): compare.
-                stored = self._stored_spec(resource, namespace, name, budget)
-                if stored is None:
+                # Lost a race with another replica, or the name is held by a template that is not
+                # dra-migrate's (the watched copy does not hold those): compare.
+                found = self._read(resource, namespace, name, wanted, budget)
+                if found is Found.ABSENT:
                     raise ApiError(
                         "get_resourceclaimtemplates", "vanished", f"{namespace}/{name} was deleted while being created"
                     ) from None
-                return self._compare(stored, wanted, namespace, name, remember=True)
+                return found
+            if dry_run:
+                return Found.CREATED
             self._creations += 1
             cache = self._current(resource)
             if cache is not None:
                 cache.observe(created)  # counted and known at once, before the watch event
         self._on_created()
-        return True
+        return Found.CREATED
 
-    def _exists(self, resource: ApiResource, namespace: str, name: str, wanted: str, budget: Budget) -> bool:
-        """True when the template exists with the spec wanted; raises TemplateConflictError for another spec.
-
-        Answered by the watched copy when it is current, else by the API."""
+    def _lookup(self, resource: ApiResource, namespace: str, name: str, wanted: str, budget: Budget) -> Found:
+        """Answered by the watched copy when it is current (ABSENT there may still be a template that
+        is not dra-migrate's: the create finds out), else by the API."""
         cache = self._current(resource)
-        if cache is not None:
-            record = cache.get(namespace, name)
-            return record is not None and not self._compare(record.spec_key, wanted, namespace, name, remember=False)
-        stored = self._stored_spec(resource, namespace, name, budget)
-        return stored is not None and not self._compare(stored, wanted, namespace, name, remember=True)
+        if cache is None:
+            return self._read(resource, namespace, name, wanted, budget)
+        record = cache.get(namespace, name)
+        if record is None:
+            return Found.ABSENT
+        return Found.SAME if record.content_key == wanted and not record.unused else Found.OTHER
 
-    def _stored_spec(self, resource: ApiResource, namespace: str, name: str, budget: Budget) -> str | None:
-        """The spec key of the template the API holds under that name (a direct read), or None."""
+    def _read(self, resource: ApiResource, namespace: str, name: str, wanted: str, budget: Budget) -> Found:
+        """What the API holds under that name (a direct read); a name found taken is remembered briefly."""
         existing = self._api.get(resource, namespace, name, budget.timeout("get_resourceclaimtemplates"))
-        return None if existing is None else spec_key(existing)
+        if existing is None:
+            return Found.ABSENT
+        if is_managed(existing) and content_key(existing) == wanted and not template_record(existing).unused:
+            return Found.SAME
+        self._taken.add((namespace, name, wanted))
+        return Found.OTHER
 
     @contextmanager
     def _creating_in(self, namespace: str, budget: Budget) -> Iterator[None]:
@@ -221,19 +297,11 @@ class TemplateEnsurer:
                 )
             yield
 
-    def _compare(self, existing: str, wanted: str, namespace: str, name: str, *, remember: bool) -> bool:
-        """False when the specs are the same (nothing created); raises TemplateConflictError otherwise."""
-        if existing != wanted:
-            if remember:
-                self._conflicts.add((namespace, name, wanted))
-            raise TemplateConflictError(namespace, name)
-        return False
-
     def _at_limit(self, resource: ApiResource, namespace: str, budget: Budget) -> bool:
         """The watched copy already shows the limit reached, or else a read from the API does (it
         includes other replicas' creations the copy may not show yet)."""
         cache = self._current(resource)
-        if cache is not None and sum(1 for record in cache.items(namespace) if record.managed) >= self._max:
+        if cache is not None and len(cache.items(namespace)) >= self._max:
             return True
         page = self._api.list_page(
             resource,
@@ -243,6 +311,13 @@ class TemplateEnsurer:
             limit=self._max,
         )
         return len(page.items) >= self._max
+
+
+class Found(enum.Enum):
+    ABSENT = "absent"
+    SAME = "same"  # dra-migrate's, with the content wanted: used
+    OTHER = "other"  # another template holds the name: the next name is tried
+    CREATED = "created"
 
 
 class KeyedLocks:

@@ -6,15 +6,18 @@ seen (bookmarks included), an expired one (410) is answered by a fresh list, and
 failure by a fresh list after a growing pause.
 
 `synced` is true only while the copy is known to be current: from the end of a successful
-list until a watch fails, and never longer than WATCH_SILENCE_SECONDS after the last sign of
-life (an event, a bookmark, the server's end of a watch). The server ends every watch within
-a minute, so a longer silence means a connection that stopped forwarding (nothing reports it):
+list until a watch fails, and never longer than WATCH_SILENCE_SECONDS (15 s) after the last sign
+of life (an event, a bookmark, the server's end of a watch, a list). Watches are asked to end
+within 10 s, so a longer silence means a connection that stopped forwarding (nothing reports it):
 the answers go to the API at once, and the watch is dropped (its read timeout is the same bound)
-and the copy listed again. While it is false the callers ask the API directly, so a deleted or
-replaced object is never trusted from a copy that may have missed the change. Every replica and
+and the copy listed again; `silence` says how long it has been (the watch-staleness metrics).
+While it is false the callers ask the API directly, so a deleted or replaced object is never
+trusted from a copy that may have missed the change. Every replica and
 worker watches the same API, so they all converge on the same answers.
 
-Only what `keep` returns is stored (a few fields), so a cluster-wide copy stays small.
+Only what `keep` returns is stored (a few fields), and with a `label_selector` only the objects it
+selects are listed and watched (the apiserver filters them), so a copy grows with what the webhook
+itself made, not with what others do in the cluster.
 """
 
 from __future__ import annotations
@@ -64,16 +67,16 @@ class WatchCache(Generic[T]):
         keep: Callable[[Mapping[str, Any]], T],
         *,
         timeout: float,
+        label_selector: str = "",
         on_api_error: Callable[[str, str], None] = lambda operation, reason: None,
         on_event: Callable[[str, str], None] = lambda resource, kind: None,
-        on_alive: Callable[[str], None] = lambda resource: None,
     ) -> None:
         self._api = api
         self._on_event = on_event
-        self._on_alive = on_alive  # each sign of life, and the start: a watch that never lists ages too
         self._resource = resource
         self._keep = keep
         self._timeout = timeout
+        self._selector = label_selector
         self._on_api_error = on_api_error
         self._lock = threading.Lock()
         self._by_namespace: dict[str, dict[str, T]] = {}
@@ -95,6 +98,13 @@ class WatchCache(Generic[T]):
         return self._synced.is_set() and time.monotonic() - self._alive < WATCH_SILENCE_SECONDS
 
     @property
+    def silence(self) -> float:
+        """Seconds since the last sign of life of the list or watch (infinite before the first list)."""
+        if not self._synced.is_set():
+            return float("inf")
+        return time.monotonic() - self._alive
+
+    @property
     def generation(self) -> int:
         """Changes whenever the copy changes (for callers that derive something from all of it)."""
         return self._generation
@@ -103,7 +113,6 @@ class WatchCache(Generic[T]):
         """Start the watch thread in this process (call after fork); idempotent."""
         with self._lock:
             if self._thread is None:
-                self._on_alive(self._resource.plural)
                 self._thread = threading.Thread(target=self._run, name=f"watch-{self._resource.plural}", daemon=True)
                 self._thread.start()
 
@@ -139,10 +148,6 @@ class WatchCache(Generic[T]):
             if int(version) > self._seen_version and name not in self._by_namespace.get(namespace, {}):
                 self._by_namespace.setdefault(namespace, {})[name] = self._keep(obj)
                 self._generation += 1
-
-    def _lived(self) -> None:
-        self._alive = time.monotonic()
-        self._on_alive(self._resource.plural)
 
     def _saw(self, version: str) -> None:
         if version.isdigit():
@@ -191,7 +196,7 @@ class WatchCache(Generic[T]):
         self._last_error = exc.detail
 
     def _relist(self) -> str:
-        page = list_all(self._api, self._resource, None, self._timeout)
+        page = list_all(self._api, self._resource, None, self._timeout, label_selector=self._selector)
         fresh: dict[str, dict[str, T]] = {}
         for obj in page.items:
             namespace, name, _ = object_key(obj)
@@ -201,7 +206,7 @@ class WatchCache(Generic[T]):
             self._generation += 1
             self._seen_version = 0
             self._saw(page.resource_version)
-        self._lived()
+        self._alive = time.monotonic()
         self._synced.set()
         if self._last_error:
             log.info("%s: watching again", self._resource.plural)
@@ -212,8 +217,8 @@ class WatchCache(Generic[T]):
         """Apply events until the server ends the watch; returns the resourceVersion to resume from."""
         seconds = int(WATCH_SECONDS * random.uniform(1.0, WATCH_JITTER))
         started = time.monotonic()
-        for kind, obj in self._api.watch(self._resource, resource_version, seconds):
-            self._lived()
+        for kind, obj in self._api.watch(self._resource, resource_version, seconds, label_selector=self._selector):
+            self._alive = time.monotonic()
             namespace, name, version = object_key(obj)
             resource_version = version or resource_version
             if kind == "BOOKMARK":
@@ -231,7 +236,7 @@ class WatchCache(Generic[T]):
                 self._generation += 1
                 self._saw(version)
             self._on_event(self._resource.plural, kind)
-        self._lived()  # the server ended the watch: the connection was alive
+        self._alive = time.monotonic()  # the server ended the watch: the connection was alive
         if time.monotonic() - started < 1.0:
             self._stop.wait(RETRY_MIN_SECONDS)  # a server ending watches at once must not make us spin
         return resource_version

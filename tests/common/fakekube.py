@@ -8,7 +8,10 @@ through a generated kubeconfig. Paths follow the real API:
     GET  /api/v1/namespaces[/{name}]                      (list, watch, get)
     GET  /api/v1[/namespaces/{ns}]/resourcequotas          (list, watch)
     GET  /apis/resource.k8s.io/{v}[/namespaces/{ns}]/resourceclaimtemplates[/{name}]
-    POST /apis/resource.k8s.io/{v}/namespaces/{ns}/resourceclaimtemplates
+    POST /apis/resource.k8s.io/{v}/namespaces/{ns}/resourceclaimtemplates   (?dryRun=All: nothing stored)
+    PATCH, DELETE /apis/resource.k8s.io/{v}/namespaces/{ns}/resourceclaimtemplates/{name}
+                                     (merge patch of labels and annotations; delete preconditions)
+    GET  /api/v1[/namespaces/{ns}]/pods                    (list)
     GET  /apis/resource.k8s.io/{v}/deviceclasses           (list, watch)
 
 Lists honour `labelSelector` (equality only) and `limit`/`continue`; `?watch=true` streams
@@ -62,6 +65,8 @@ class FakeKube:
     objects: dict[Key, dict[str, Any]] = field(default_factory=dict)
     # (method, path) of every call, in order.
     calls: list[tuple[str, str]] = field(default_factory=list)
+    # (path, Accept header) of every call over HTTP, in order.
+    accepts: list[tuple[str, str]] = field(default_factory=list)
     # Test knobs: answer every call with this HTTP status (and Status message), or only after this
     # many seconds; `lose_create_races`: store a POSTed template but answer 409, as if another
     # replica had created the same object between our GET and our POST; `implicit_namespaces`:
@@ -124,17 +129,20 @@ class FakeKube:
             },
         )
 
-    def add_quota(self, namespace: str, name: str, hard: Mapping[str, str], **spec: Any) -> None:
+    def add_quota(
+        self, namespace: str, name: str, hard: Mapping[str, str], used: Mapping[str, str] | None = None, **spec: Any
+    ) -> None:
+        """A ResourceQuota; with `used`, its status as the quota controller keeps it."""
         body = {"hard": dict(hard), **spec}
-        self.put(
-            "resourcequotas",
-            {
-                "apiVersion": "v1",
-                "kind": "ResourceQuota",
-                "metadata": {"name": name, "namespace": namespace},
-                "spec": body,
-            },
-        )
+        quota: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "ResourceQuota",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": body,
+        }
+        if used is not None:
+            quota["status"] = {"hard": dict(hard), "used": dict(used)}
+        self.put("resourcequotas", quota)
 
     def add_device_class(self, name: str, extended_resource_name: str | None = None) -> None:
         spec: dict[str, Any] = {"selectors": [{"cel": {"expression": f'device.driver == "{name}"'}}]}
@@ -144,6 +152,16 @@ class FakeKube:
             "deviceclasses",
             {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name}, "spec": spec},
         )
+
+    def fill(self, plural: str, objects: list[dict[str, Any]]) -> None:
+        """Store many objects at once, without watch events (each taken as it is, not copied): a
+        cluster as it is before anything watches it, for benchmarks."""
+        with self.lock:
+            for obj in objects:
+                metadata = obj["metadata"]
+                self.resource_version += 1
+                metadata["resourceVersion"] = str(self.resource_version)
+                self.objects[(plural, str(metadata.get("namespace") or ""), str(metadata["name"]))] = obj
 
     def add_template(self, template: Mapping[str, Any], namespace: str) -> dict[str, Any]:
         return self.put(TEMPLATES, _with_server_fields(dict(template), namespace))
@@ -193,8 +211,12 @@ class FakeKube:
             return self._get(plural, namespace or "", name)
         if method == "GET":
             return self._list(found, namespace, parse_qs(url.query))
+        if method == "PATCH" and name and namespace and isinstance(body, dict):
+            return self._patch(plural, namespace, name, body)
+        if method == "DELETE" and name and namespace:
+            return self._delete(plural, namespace, name, body if isinstance(body, dict) else {})
         if method == "POST" and not name and namespace and isinstance(body, dict):
-            return self._create(plural, namespace, body)
+            return self._create(plural, namespace, body, dry_run=parse_qs(url.query).get("dryRun") == ["All"])
         return 405, _status(405, "MethodNotAllowed", f"{method} {url.path} is not supported here")
 
     def _get(self, plural: str, namespace: str, name: str) -> tuple[int, dict[str, Any]]:
@@ -213,15 +235,16 @@ class FakeKube:
         plural = found["plural"]
         selector = _selector(query)
         with self.lock:
-            items = [
-                copy.deepcopy(obj)
-                for (kind, ns, _), obj in sorted(self.objects.items())
-                if kind == plural and (namespace is None or ns == namespace) and _labels_match(obj, selector)
+            selected = [
+                (key, obj)
+                for key, obj in self.objects.items()
+                if key[0] == plural and (namespace is None or key[1] == namespace) and _labels_match(obj, selector)
             ]
+            items = [obj for _, obj in sorted(selected, key=lambda item: item[0])]
             version = str(self.resource_version)
-        start = int((query.get("continue") or ["0"])[0] or 0)
-        limit = int((query.get("limit") or ["0"])[0] or 0) or len(items) or 1
-        page = items[start : start + limit]
+            start = int((query.get("continue") or ["0"])[0] or 0)
+            limit = int((query.get("limit") or ["0"])[0] or 0) or len(items) or 1
+            page = copy.deepcopy(items[start : start + limit])
         metadata = {"resourceVersion": version}
         if start + limit < len(items):
             metadata["continue"] = str(start + limit)
@@ -229,16 +252,50 @@ class FakeKube:
         api_version = f"{group}/{found['version']}" if group else found["version"]
         return 200, {"apiVersion": api_version, "kind": "List", "metadata": metadata, "items": page}
 
-    def _create(self, plural: str, namespace: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    def _create(
+        self, plural: str, namespace: str, body: dict[str, Any], *, dry_run: bool = False
+    ) -> tuple[int, dict[str, Any]]:
         name = str((body.get("metadata") or {}).get("name", ""))
         exists = _status(409, "AlreadyExists", f'{plural} "{name}" already exists', plural)
         with self.lock:
             if (plural, namespace, name) in self.objects:
                 return 409, exists
+            if dry_run:  # checked as a create is, nothing stored (the real server's dryRun=All)
+                return 201, _with_server_fields(body, namespace)
             stored = self._record((plural, namespace, name), _with_server_fields(body, namespace), "ADDED")
             if self.lose_create_races:
                 return 409, exists
         return 201, stored
+
+    def _patch(self, plural: str, namespace: str, name: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """A JSON merge patch of labels and annotations, conditional on a metadata.resourceVersion in it."""
+        with self.lock:
+            stored = self.objects.get((plural, namespace, name))
+            if stored is None:
+                return 404, _status(404, "NotFound", f'{plural} "{name}" not found', plural)
+            changes = body.get("metadata") or {}
+            version = changes.get("resourceVersion")
+            if version is not None and version != stored["metadata"]["resourceVersion"]:
+                return 409, _status(409, "Conflict", f'Operation cannot be fulfilled on {plural} "{name}"', plural)
+            patched = copy.deepcopy(stored)
+            for field in ("labels", "annotations"):
+                if field in changes:
+                    values = {**(patched["metadata"].get(field) or {}), **(changes[field] or {})}
+                    patched["metadata"][field] = {k: v for k, v in values.items() if v is not None}
+            return 200, self._record((plural, namespace, name), patched, "MODIFIED")
+
+    def _delete(self, plural: str, namespace: str, name: str, options: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        with self.lock:
+            stored = self.objects.get((plural, namespace, name))
+            if stored is None:
+                return 404, _status(404, "NotFound", f'{plural} "{name}" not found', plural)
+            preconditions = options.get("preconditions") or {}
+            for field in ("uid", "resourceVersion"):
+                if field in preconditions and preconditions[field] != stored["metadata"].get(field):
+                    return 409, _status(409, "Conflict", f"Precondition failed: {field}", plural)
+            del self.objects[(plural, namespace, name)]
+            self._record((plural, namespace, name), stored, "DELETED", store=False)
+        return 200, _status(200, "Success", "deleted")
 
     def events_after(
         self, plural: str, resource_version: int, selector: dict[str, str], timeout: float
@@ -268,9 +325,22 @@ class FakeKube:
             return None
         return _ok(f"get_{resource.plural}", status, body)
 
-    def create(self, resource: ApiResource, namespace: str, body: dict[str, Any], timeout: float) -> dict[str, Any]:
-        status, answer = self.handle("POST", resource.path(namespace), body)
+    def create(
+        self, resource: ApiResource, namespace: str, body: dict[str, Any], timeout: float, *, dry_run: bool = False
+    ) -> dict[str, Any]:
+        status, answer = self.handle("POST", resource.path(namespace) + ("?dryRun=All" if dry_run else ""), body)
         return _ok(f"create_{resource.plural}", status, answer)
+
+    def patch(
+        self, resource: ApiResource, namespace: str, name: str, body: dict[str, Any], timeout: float
+    ) -> dict[str, Any]:
+        return _ok(f"patch_{resource.plural}", *self.handle("PATCH", resource.path(namespace, name), body))
+
+    def delete_exactly(
+        self, resource: ApiResource, namespace: str, name: str, timeout: float, *, uid: str, resource_version: str
+    ) -> None:
+        options = {"preconditions": {"uid": uid, "resourceVersion": resource_version}}
+        _ok(f"delete_{resource.plural}", *self.handle("DELETE", resource.path(namespace, name), options))
 
     def list_page(
         self,
@@ -287,10 +357,13 @@ class FakeKube:
         page = _ok(f"list_{resource.plural}", status, body)
         return Page(page["items"], page["metadata"]["resourceVersion"], page["metadata"].get("continue", ""))
 
-    def watch(self, resource: ApiResource, resource_version: str, timeout_seconds: int) -> Iterator[WatchEvent]:
-        status, body = self.handle("GET", resource.path() + "?watch=true")
+    def watch(
+        self, resource: ApiResource, resource_version: str, timeout_seconds: int, *, label_selector: str = ""
+    ) -> Iterator[WatchEvent]:
+        status, body = self.handle("GET", f"{resource.path()}?watch=true&labelSelector={label_selector}")
         _ok(f"watch_{resource.plural}", status, body)
-        yield from self.events_after(resource.plural, int(resource_version or 0), {}, timeout_seconds)
+        selector = _selector({"labelSelector": [label_selector]})
+        yield from self.events_after(resource.plural, int(resource_version or 0), selector, timeout_seconds)
 
     def server_version(self, timeout: float) -> dict[str, Any]:
         return _ok("get_version", *self.handle("GET", "/version"))
@@ -372,6 +445,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _answer(self, method: str) -> None:
+        with self.server.fake.lock:
+            self.server.fake.accepts.append((self.path, str(self.headers.get("Accept") or "")))
         body = None
         length = int(self.headers.get("Content-Length") or 0)
         if length:
@@ -411,6 +486,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         self._answer("POST")
+
+    def do_PATCH(self) -> None:
+        self._answer("PATCH")
+
+    def do_DELETE(self) -> None:
+        self._answer("DELETE")
 
 
 class _Server(ThreadingHTTPServer):

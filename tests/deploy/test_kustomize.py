@@ -87,6 +87,10 @@ CLUSTER_SCOPED = {
 # Reads are get/list/watch (the server's watched copies); the only write is creating templates.
 EXPECTED_RBAC = {
     ("resource.k8s.io", "resourceclaimtemplates", "create"),
+    # the collector of templates no pod uses (webhook/collector.py)
+    ("resource.k8s.io", "resourceclaimtemplates", "patch"),
+    ("resource.k8s.io", "resourceclaimtemplates", "delete"),
+    ("", "pods", "list"),
     *(
         (group, resource, verb)
         for group, resource in (

@@ -239,7 +239,7 @@ def test_replaced_or_deleted_template_is_never_referenced(kube: Kube, namespace:
     # Deleted: the next pod gets it created again.
     kube.create(gpu_pod("second"), namespace)
     assert kube.get(RESOURCE_API, "ResourceClaimTemplate", name, namespace) is not None
-    # Replaced with the same name and another spec: refused, never reused.
+    # Replaced with the same name and another spec: never reused, the next pod gets its own under the next name.
     deleted, added = watch_applied(webhook, "DELETED"), watch_applied(webhook, "ADDED")
     kube.delete(RESOURCE_API, "ResourceClaimTemplate", name, namespace)
     kube.create(
@@ -261,9 +261,10 @@ def test_replaced_or_deleted_template_is_never_referenced(kube: Kube, namespace:
     )
     changed_by_every_worker(webhook, "DELETED", deleted)
     changed_by_every_worker(webhook, "ADDED", added)
-    status = refusal(lambda: kube.create(gpu_pod("third"), namespace))
-    assert status["code"] == 409 and "already exists with a different spec" in status["message"], status
-    assert kube.get("v1", "Pod", "third", namespace) is None
+    third = kube.create(gpu_pod("third"), namespace)
+    assert [c["resourceClaimTemplateName"] for c in third["spec"]["resourceClaims"]] == [f"{name}-2"]
+    replaced = kube.get(RESOURCE_API, "ResourceClaimTemplate", name, namespace)
+    assert replaced is not None and "allocationMode" in str(replaced["spec"]) and "All" in str(replaced["spec"])
 
 
 # --------------------------------------------------------------------------- the strategy, from the cluster
@@ -335,6 +336,15 @@ def _gpu_quota(kube: Kube, namespace: str, hard: Mapping[str, str]) -> None:
     )
 
 
+def webhook_sees_usage(kube: Kube, namespace: str) -> bool:
+    """A dry run of a pod over the quota is refused: the webhook's watched copy has the quota's usage."""
+    try:
+        kube.create(gpu_pod("probe-usage"), namespace, dry_run="All")
+    except ApiException:
+        return True
+    return False
+
+
 def _used(kube: Kube, namespace: str) -> dict[str, str]:
     quota = kube.get("v1", "ResourceQuota", "gpu-quota", namespace) or {}
     return dict((quota.get("status") or {}).get("used") or {})
@@ -368,8 +378,9 @@ def test_quota_gap_is_refused_by_default_and_closed_by_the_class_key(kube: Kube,
     assert f'add "{DEVICES_KEY}"' in message and "webhook.quotaGap: deny" in message
     assert templates_in(kube, namespace) == []
 
-    # With the per-class key the claims are charged: the first pod gets its device, the second's claim
-    # is refused by the quota (the pod is admitted, but cannot run beyond the quota).
+    # With the per-class key the claims are charged: the first pod gets its device, and the second is
+    # refused at admission with the quota's own words, as the device plugin's pod was before conversion
+    # (it used to be admitted and left Pending, its claim refused by the quota).
     kube.patch(
         "v1",
         "ResourceQuota",
@@ -380,12 +391,12 @@ def test_quota_gap_is_refused_by_default_and_closed_by_the_class_key(kube: Kube,
     wait_for(lambda: DEVICES_KEY in (_used(kube, namespace) or {}) or None, what="the quota to count the key")
     first = kube.create(gpu_pod("gpu-1"), namespace)
     wait_for(lambda: claims_owned_by(kube, namespace, first), what="the first pod's claim")
-    second = kube.create(gpu_pod("gpu-2"), namespace)
     wait_for(lambda: _used(kube, namespace).get(DEVICES_KEY) == "1", what="the quota to charge the first claim")
-    refused_claim = wait_for(
-        lambda: [
-            e for e in kube.list("v1", "Event", namespace) if "exceeded quota: gpu-quota" in (e.get("message") or "")
-        ],
-        what="the second pod's claim to be refused by the quota",
-    )
-    assert refused_claim and claims_owned_by(kube, namespace, second) == []
+    wait_for(lambda: webhook_sees_usage(kube, namespace), what="the webhook's copy of the quota to show the usage")
+    status = refusal(lambda: kube.create(gpu_pod("gpu-2"), namespace))
+    assert status["code"] == 403, status
+    assert (
+        f"exceeded quota: gpu-quota, requested: {DEVICES_KEY}=1, used: {DEVICES_KEY}=1, limited: {DEVICES_KEY}=1"
+        in status["message"]
+    ), status
+    assert kube.get("v1", "Pod", "gpu-2", namespace) is None

@@ -14,11 +14,9 @@ bookmarks of a quiet resource): a healthy watch is never taken for a dead one.
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import Iterator, Mapping
-from contextlib import suppress
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -28,6 +26,7 @@ import yaml
 from pods import gpu_pod
 from polling import wait_for
 from prometheus_client.parser import text_string_to_metric_families
+from stalling_proxy import StallingProxy
 
 from dra_migrate.webhook.kube_client import KubeResourceApi, load_configuration
 from dra_migrate.webhook.resource_api import WATCH_JITTER, WATCH_SECONDS, WATCH_SILENCE_SECONDS, ApiError, ApiResource
@@ -39,71 +38,9 @@ from .webhook_process import DEPLOY_SERVER_CONFIG, WebhookServer, generate_tls
 Obj = dict[str, Any]
 GPU = "nvidia.com/gpu"
 WORKERS = 2  # `serve`'s default
-# Past the bound: the read that times out, a relist or direct read over a new connection.
-DETECTION_SLACK_S = 30.0
+# Past the bound: the review after it, whose direct read goes over a new connection.
+DETECTION_SLACK_S = 5.0
 POD_TEMPLATES = ApiResource("", "v1", "podtemplates", namespaced=True)  # nobody writes them: a quiet watch
-
-
-class StallingProxy:
-    """Forwards TCP to one address; `stall()` silences every connection open so far, for good."""
-
-    def __init__(self, host: str, port: int) -> None:
-        self._target = (host, port)
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.port = int(self._listener.getsockname()[1])
-        self._lock = threading.Lock()
-        self._links: list[dict[str, Any]] = []
-        self._closed = False
-        threading.Thread(target=self._accept, name="stalling-proxy", daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self._listener.accept()
-            except OSError:
-                return
-            try:
-                upstream = socket.create_connection(self._target, timeout=5)
-            except OSError:
-                client.close()
-                continue
-            upstream.settimeout(None)
-            link = {"stalled": False, "sockets": (client, upstream)}
-            with self._lock:
-                if self._closed:
-                    client.close()
-                    upstream.close()
-                    return
-                self._links.append(link)
-            for source, sink in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(source, sink, link), daemon=True).start()
-
-    @staticmethod
-    def _pump(source: socket.socket, sink: socket.socket, link: Mapping[str, Any]) -> None:
-        with suppress(OSError):
-            while data := source.recv(65536):
-                if not link["stalled"]:  # a stalled link swallows everything, and closes nothing
-                    sink.sendall(data)
-            if not link["stalled"]:
-                sink.shutdown(socket.SHUT_WR)
-
-    def stall(self) -> int:
-        """Every connection open now stops forwarding; returns how many there are."""
-        with self._lock:
-            for link in self._links:
-                link["stalled"] = True
-            return len(self._links)
-
-    def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            links, self._links = self._links, []
-        self._listener.close()
-        for link in links:
-            for sock in link["sockets"]:
-                with suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)
-                sock.close()
 
 
 def proxied_kubeconfig(plane: ControlPlane, port: int, path: Path) -> Path:

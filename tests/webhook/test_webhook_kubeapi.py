@@ -53,9 +53,9 @@ def test_template_created_once_then_known_from_the_watch(
 
 
 def _known_by_server(server: Any, name: str) -> bool:
-    """A review of the same pod creates nothing once the server's copy has the template."""
-    response = server.review(make_review(gpu_pod(name="probe"), namespace="team-a", dry_run=True))
-    return bool(decoded_patch(response))
+    """Every worker's copy has applied the template's ADDED event (one worker here)."""
+    metrics = server.session.get(f"{server.url}/metrics").text
+    return 'dra_migrate_webhook_watch_events_total{resource="resourceclaimtemplates",type="ADDED"} 1.0' in metrics
 
 
 def test_existing_identical_template_is_reused(
@@ -81,23 +81,55 @@ def test_already_exists_on_create_is_success(
     assert fake_kube.fake.calls_to("GET", TEMPLATE_READS) == 1  # to compare with the winner's copy after the 409
 
 
-def test_different_existing_spec_is_refused(
-    start_server: StartServer, fake_kube: FakeKubeServer, kubeconfig: Path
+@pytest.mark.parametrize(
+    "change",
+    ["spec", "claim labels", "claim annotations", "not dra-migrate's"],
+)
+def test_a_template_under_the_name_that_differs_is_left_alone_and_a_new_name_used(
+    start_server: StartServer, fake_kube: FakeKubeServer, kubeconfig: Path, change: str
 ) -> None:
+    """Used only when its whole spec and the metadata that reaches claims match, and it is ours."""
     pod = gpu_pod()
     template = convert(pod, default_config()).templates[0]
-    template["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] = 7
+    name = template["metadata"]["name"]
+    if change == "spec":
+        template["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] = 7
+    elif change == "claim labels":
+        template["spec"]["metadata"] = {"labels": {"billing": "team-b"}}
+    elif change == "claim annotations":
+        template["spec"]["metadata"] = {"annotations": {"example.com/owner": "team-b"}}
+    else:
+        template["metadata"]["labels"] = {"app": "mine"}
     fake_kube.fake.add_template(template, "team-a")
     server = start_server(kubeconfig=kubeconfig, workers=1)
-    for _ in range(2):  # not remembered as good after a refusal
+    watching(fake_kube.fake, "resourceclaimtemplates")
+    for attempt in range(2):
         response = server.review(make_review(pod, namespace="team-a"))
-        assert response["allowed"] is False
-        assert response["status"]["code"] == 409
-        assert f'ResourceClaimTemplate "team-a/{template["metadata"]["name"]}"' in response["status"]["message"]
-        assert "different spec" in response["status"]["message"]
-    assert fake_kube.fake.templates[("team-a", template["metadata"]["name"])]["spec"] == template["spec"]
+        assert response["allowed"] is True
+        claims = patched(pod, response)["spec"]["resourceClaims"]
+        assert [claim["resourceClaimTemplateName"] for claim in claims] == [f"{name}-2"]
+        assert response["auditAnnotations"].get("templates-created", "") == ("" if attempt else f"{name}-2")
+    assert fake_kube.fake.templates[("team-a", name)]["spec"] == template["spec"]  # untouched
+    ours = fake_kube.fake.templates[("team-a", f"{name}-2")]
+    assert ours["spec"]["spec"] == convert(pod, default_config()).templates[0]["spec"]["spec"]
+    assert "metadata" not in ours["spec"]
+
+
+def test_every_name_taken_is_refused(start_server: StartServer, fake_kube: FakeKubeServer, kubeconfig: Path) -> None:
+    pod = gpu_pod()
+    template = convert(pod, default_config()).templates[0]
+    name = template["metadata"]["name"]
+    template["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] = 7
+    for taken in (name, *(f"{name}-{number}" for number in (2, 3, 4))):
+        template["metadata"]["name"] = taken
+        fake_kube.fake.add_template(template, "team-a")
+    server = start_server(kubeconfig=kubeconfig, workers=1)
+    response = server.review(make_review(pod, namespace="team-a"))
+    assert response["allowed"] is False and response["status"]["code"] == 409
+    assert f'ResourceClaimTemplate "team-a/{name}"' in response["status"]["message"]
+    assert "different spec or claim metadata" in response["status"]["message"]
     metrics = server.session.get(f"{server.url}/metrics").text
-    assert 'dra_migrate_webhook_reviews_total{outcome="denied_conflict"} 2.0' in metrics
+    assert 'dra_migrate_webhook_reviews_total{outcome="denied_conflict"} 1.0' in metrics
 
 
 def _unreachable_kubeconfig(tmp_path: Path) -> Path:

@@ -76,7 +76,7 @@ def test_the_scrape_passes_promtool_check_metrics(scrape: str, promtool: Path) -
     assert {
         "dra_migrate_webhook_reviews_total",
         "dra_migrate_webhook_api_errors_total",
-        "dra_migrate_webhook_watch_alive_timestamp_seconds",
+        "dra_migrate_webhook_watch_silence_seconds",
     } <= exposed
 
 

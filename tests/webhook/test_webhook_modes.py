@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
+from typing import Any
 
 import yaml
 from admission import make_review
@@ -24,11 +25,42 @@ def test_dry_run_patches_but_creates_nothing(
     assert response["allowed"] is True
     assert patched(pod, response) == convert(pod, at_admission(default_config())).object
     assert response["auditAnnotations"]["decision"] == "converted-dry-run"
-    assert fake_kube.fake.calls_to("POST") == 0
+    assert fake_kube.fake.calls_to("POST") == fake_kube.fake.calls_to("POST", "?dryRun=All") == 1
     assert fake_kube.fake.templates == {}
     # The real create afterwards does create it.
     server.review(make_review(pod))
     assert len(fake_kube.fake.templates) == 1
+
+
+def _refusals(server: Any, pod: dict[str, Any]) -> list[tuple[bool, int, str]]:
+    """(allowed, code, message) of a dry run and of the real create of `pod`, in that order."""
+    answers = [server.review(make_review(pod, dry_run=dry_run)) for dry_run in (True, False)]
+    return [(a["allowed"], a.get("status", {}).get("code", 0), a.get("status", {}).get("message", "")) for a in answers]
+
+
+def test_dry_run_refuses_what_the_create_would_refuse_at_the_namespace_bound(
+    start_server: StartServer, fake_kube: FakeKubeServer, kubeconfig: Path
+) -> None:
+    server = start_server(kubeconfig=kubeconfig, workers=1, config={"webhook": {"maxTemplatesPerNamespace": 1}})
+    server.review(make_review(gpu_pod(count=1)))  # the namespace's one template
+    dry, real = _refusals(server, gpu_pod(count=2))
+    assert dry == real and dry[0] is False and dry[1] == 403 and "maxTemplatesPerNamespace" in dry[2], (dry, real)
+    assert len(fake_kube.fake.templates) == 1
+
+
+def test_dry_run_refuses_what_the_apiservers_quota_would_refuse(
+    start_server: StartServer, fake_kube: FakeKubeServer, kubeconfig: Path
+) -> None:
+    fake_kube.fake.create_status = 403
+    fake_kube.fake.create_message = (
+        'resourceclaimtemplates.resource.k8s.io "x" is forbidden: exceeded quota: objects, '
+        "requested: count/resourceclaimtemplates.resource.k8s.io=1, "
+        "used: count/resourceclaimtemplates.resource.k8s.io=4, limited: count/resourceclaimtemplates.resource.k8s.io=4"
+    )
+    server = start_server(kubeconfig=kubeconfig, workers=1)
+    dry, real = _refusals(server, gpu_pod())
+    assert dry == real and dry[0] is False and dry[1] == 403 and "exceeded quota: objects" in dry[2], (dry, real)
+    assert fake_kube.fake.calls_to("POST", "?dryRun=All") == 1 and fake_kube.fake.templates == {}
 
 
 def test_audit_mode_warns_without_patch_or_api_writes(

@@ -39,6 +39,9 @@ class RecordingHandler:
     def quota_gap_refusal(self, described: Sequence[str]) -> Decision | None:
         return denied(Outcome.DENIED_QUOTA_GAP, 403, "; ".join(described))
 
+    def quota_exceeded_refusal(self, described: Sequence[str]) -> Decision | None:
+        return denied(Outcome.DENIED_QUOTA_EXCEEDED, 403, "; ".join(described))
+
     def api_failed(self, exc: ApiError, pod: Mapping[str, Any], namespace: str, what: str) -> Decision:
         self.failures.append(what)
         return allowed(Outcome.UNCHANGED)

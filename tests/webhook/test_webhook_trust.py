@@ -3,8 +3,8 @@
 * direct POSTs to /mutate create templates only in namespaces the configuration selects, and
   no test mapping (example.com) is built in;
 * templates per namespace are bounded;
-* a deleted or replaced template is never referenced, by any replica, and a conflict costs no
-  API call per review;
+* a deleted or replaced template is never referenced, by any replica (the pods get the next name),
+  and a taken name costs no API call per review;
 * 403 and 404 answers are decided as what they are, not as an outage;
 * a pod whose conversion would escape a ResourceQuota follows `webhook.quotaGap`;
 * `serve --client-ca` admits only reviews from a client with a certificate of that CA.
@@ -150,23 +150,30 @@ def _replace_with_all(fake: FakeKubeServer, namespace: str, name: str) -> None:
     fake.fake.add_template(replaced, namespace)
 
 
-def test_replaced_template_is_refused_by_every_replica(
+def _template_used(server: ServerProcess, pod_name: str) -> str:
+    response = server.review(make_review(gpu_pod(name=pod_name), namespace="team-a"))
+    assert response["allowed"] is True, response
+    [claim] = patched(gpu_pod(name=pod_name), response)["spec"]["resourceClaims"]
+    return str(claim["resourceClaimTemplateName"])
+
+
+def test_replaced_template_is_used_by_no_replica(
     start_server: StartServer, fake_kube: FakeKubeServer, kubeconfig: Path
 ) -> None:
+    """A template replaced with another spec is never used again: every replica gives the pods the next name."""
     warm = start_server(kubeconfig=kubeconfig, workers=2)
     name = convert(gpu_pod(), default_config()).templates[0]["metadata"]["name"]
     for index in range(10):  # both workers of the warm replica have used the template
-        assert decoded_patch(warm.review(make_review(gpu_pod(name=f"p{index}"), namespace="team-a")))
+        assert _template_used(warm, f"p{index}") == name
     _replace_with_all(fake_kube, "team-a", name)
     fresh = start_server(kubeconfig=kubeconfig, workers=2)
-
-    def refused(server: ServerProcess) -> bool:
-        return server.review(make_review(gpu_pod(), namespace="team-a"))["allowed"] is False
-
-    wait_until(lambda: refused(warm), timeout=5, what="the warm replica to see the replacement")
+    wait_until(lambda: _template_used(warm, "probe") != name, timeout=5, what="the warm replica to see the replacement")
     for server in (warm, fresh):
-        answers = [server.review(make_review(gpu_pod(name=f"q{i}"), namespace="team-a")) for i in range(20)]
-        assert [a["status"]["code"] for a in answers] == [409] * 20, [a.get("status") for a in answers]
+        assert {_template_used(server, f"q{i}") for i in range(20)} == {f"{name}-2"}
+    assert fake_kube.fake.templates[("team-a", name)]["spec"]["spec"]["devices"]["requests"][0]["exactly"] == {
+        "deviceClassName": "gpu.nvidia.com",
+        "allocationMode": "All",
+    }
 
 
 def test_deleted_template_is_created_again(
@@ -195,25 +202,25 @@ def _per_review_calls(fake: FakeKubeServer, since: int) -> list[tuple[str, str]]
     ]
 
 
-def test_a_burst_against_a_conflicting_template_makes_no_api_calls(
+def test_a_burst_against_a_taken_name_makes_no_api_calls(
     start_server: StartServer, fake_kube: FakeKubeServer, kubeconfig: Path
 ) -> None:
     conflicting = convert(gpu_pod(), default_config()).templates[0]
+    name = conflicting["metadata"]["name"]
     conflicting["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] = 7
     fake_kube.fake.add_template(conflicting, "team-a")
     fake_kube.fake.add_namespace("team-a")
     server = start_server(kubeconfig=kubeconfig, workers=2)
 
-    def refused_without_a_call() -> bool:
+    def next_name_without_a_call() -> bool:
         before = len(fake_kube.fake.calls)
-        refused = server.review(make_review(gpu_pod(), namespace="team-a"))["allowed"] is False
-        return refused and not _per_review_calls(fake_kube, before)
+        used = _template_used(server, "probe")
+        return used == f"{name}-2" and not _per_review_calls(fake_kube, before)
 
     for _ in range(2):  # each worker
-        wait_until(refused_without_a_call, what="a 409 answered without an API call")
+        wait_until(next_name_without_a_call, what="the next name used without an API call")
     before = len(fake_kube.fake.calls)
-    answers = [server.review(make_review(gpu_pod(name=f"b{i}"), namespace="team-a")) for i in range(1000)]
-    assert {a["status"]["code"] for a in answers} == {409}
+    assert {_template_used(server, f"b{i}") for i in range(1000)} == {f"{name}-2"}
     assert _per_review_calls(fake_kube, before) == []
 
 
@@ -324,7 +331,7 @@ def test_a_scoped_quota_is_a_gap_whatever_unscoped_quotas_count(
 ) -> None:
     """A PriorityClass-scoped limit of 1 GPU: claims are never charged to scoped quotas, so an unscoped
     quota on the class key does not close it (a converted 4-GPU pod would pass it)."""
-    scope = {
+    scope: dict[str, Any] = {
         "scopeSelector": {"matchExpressions": [{"scopeName": "PriorityClass", "operator": "In", "values": ["low"]}]}
     }
     fake_kube.fake.add_quota("team-q", "low-priority-gpus", {"requests.nvidia.com/gpu": "1"}, **scope)

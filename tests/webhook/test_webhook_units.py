@@ -38,6 +38,7 @@ from dra_migrate.webhook.templates import (
     TemplateEnsurer,
     TemplateLimitError,
     TemplateRecord,
+    candidate_names,
 )
 from dra_migrate.webhook.watchcache import WatchCache
 
@@ -133,16 +134,22 @@ def _budget() -> Budget:
     return Budget(1.0)
 
 
+def _created(ensurer: TemplateEnsurer, templates: list[dict[str, Any]], *, dry_run: bool = False) -> list[str]:
+    """The names `ensure` created for one review."""
+    return ensurer.ensure(templates, dry_run=dry_run, budget=_budget()).created
+
+
 def test_ensurer_without_a_copy_asks_the_api_each_time() -> None:
     fake = FakeKube()
     ensurer = TemplateEnsurer(fake)
-    assert ensurer.ensure([_template()], create=False, budget=_budget()) == []
-    assert fake.templates == {} and fake.calls_to("GET") == 1
-    assert ensurer.ensure([_template()], create=True, budget=_budget()) == [_template()["metadata"]["name"]]
-    assert ensurer.ensure([_template()], create=True, budget=_budget()) == []
+    # A dry run checks as the create does (the count, then the create itself as a dry run), stores nothing.
+    assert _created(ensurer, [_template()], dry_run=True) == []
+    assert fake.templates == {} and fake.calls_to("POST", "?dryRun=All") == 1
+    assert _created(ensurer, [_template()]) == [_template()["metadata"]["name"]]
+    assert _created(ensurer, [_template()]) == []
     # One read per review: nothing was created by this worker between a creation's read and its turn.
-    assert fake.calls_to("GET", "/resourceclaimtemplates/") == 3 and fake.calls_to("POST") == 1
-    assert fake.calls_to("GET", "resourceclaimtemplates?") == 1  # counting ours before creating one
+    assert fake.calls_to("GET", "/resourceclaimtemplates/") == 3 and fake.calls_to("POST") == 2
+    assert fake.calls_to("GET", "resourceclaimtemplates?") == 2  # counting ours before creating one
 
 
 class _CreatedDuringTheRead(FakeKube):
@@ -165,8 +172,8 @@ def test_a_template_created_while_a_review_read_is_not_created_again() -> None:
     fake = _CreatedDuringTheRead()
     ensurer = TemplateEnsurer(fake)
     name = _template()["metadata"]["name"]
-    fake.during_first_read = lambda: ensurer.ensure([_template()], create=True, budget=_budget())
-    assert ensurer.ensure([_template()], create=True, budget=_budget()) == []  # the other review created it
+    fake.during_first_read = lambda: _created(ensurer, [_template()])
+    assert _created(ensurer, [_template()]) == []  # the other review created it
     assert list(fake.templates) == [("team-a", name)]
     assert fake.calls_to("POST") == 1  # looked again before creating: no second POST answered 409
 
@@ -179,7 +186,7 @@ def test_ensurer_with_a_current_copy_makes_no_call() -> None:
         before = len(fake.calls)
         ensurer = TemplateEnsurer(fake, lambda: caches.templates)
         for _ in range(100):
-            assert ensurer.ensure([_template()], create=True, budget=_budget()) == []
+            assert _created(ensurer, [_template()]) == []
         assert len(fake.calls) == before
     finally:
         caches.stop()
@@ -193,13 +200,13 @@ def test_deleted_or_replaced_template_is_never_trusted() -> None:
     try:
         ensurer = TemplateEnsurer(fake, lambda: caches.templates)
         name = _template()["metadata"]["name"]
-        assert ensurer.ensure([_template()], create=True, budget=_budget()) == [name]
+        assert _created(ensurer, [_template()]) == [name]
         templates = caches.templates
         assert templates is not None
         wait_until(lambda: templates.get("team-a", name) is not None)
         fake.delete("resourceclaimtemplates", "team-a", name)
         wait_until(lambda: templates.get("team-a", name) is None)
-        assert ensurer.ensure([_template()], create=True, budget=_budget()) == [name]  # created again
+        assert _created(ensurer, [_template()]) == [name]  # created again
         replaced = _template()
         replaced["spec"]["spec"]["devices"]["requests"][0]["exactly"] = {
             "deviceClassName": "gpu.nvidia.com",
@@ -207,28 +214,41 @@ def test_deleted_or_replaced_template_is_never_trusted() -> None:
         }
         fake.delete("resourceclaimtemplates", "team-a", name)
         fake.add_template(replaced, "team-a")
-        wait_until(lambda: (record := templates.get("team-a", name)) is not None and "All" in record.spec_key)
-        with pytest.raises(TemplateConflictError, match="different spec"):
-            ensurer.ensure([_template()], create=True, budget=_budget())
+        wait_until(lambda: (record := templates.get("team-a", name)) is not None and "All" in record.content_key)
+        # The replaced one is left alone and the pod gets a template of its own under the next name.
+        ensured = ensurer.ensure([_template()], dry_run=False, budget=_budget())
+        assert ensured.created == [f"{name}-2"] and ensured.renamed == {name: f"{name}-2"}
     finally:
         caches.stop()
         fake.close()
 
 
-def test_conflicts_found_without_a_copy_are_remembered_briefly() -> None:
+def test_names_found_taken_without_a_copy_are_remembered_briefly() -> None:
     fake, clock = FakeKube(), Clock()
     conflicting = _template()
+    name = conflicting["metadata"]["name"]
     conflicting["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] = 5
     fake.add_template(conflicting, "team-a")
     ensurer = TemplateEnsurer(fake, clock=clock)
+    assert _created(ensurer, [_template()]) == [f"{name}-2"]
     for _ in range(1000):
-        with pytest.raises(TemplateConflictError):
-            ensurer.ensure([_template()], create=True, budget=_budget())
-    assert fake.calls_to("GET") == 1
+        assert ensurer.ensure([_template()], dry_run=False, budget=_budget()).renamed == {name: f"{name}-2"}
+    reads = [path for method, path in fake.calls if method == "GET" and path.endswith(f"/{name}")]
+    assert len(reads) == 1  # the taken name, read once
     clock.now += 6
-    with pytest.raises(TemplateConflictError):
-        ensurer.ensure([_template()], create=True, budget=_budget())
-    assert fake.calls_to("GET") == 2
+    ensurer.ensure([_template()], dry_run=False, budget=_budget())
+    assert sum(1 for method, path in fake.calls if method == "GET" and path.endswith(f"/{name}")) == 2
+
+
+def test_every_name_taken_is_refused() -> None:
+    fake = FakeKube()
+    for taken in candidate_names(_template()["metadata"]["name"]):
+        other = _template(count=5)
+        other["metadata"]["name"] = taken
+        fake.add_template(other, "team-a")
+    with pytest.raises(TemplateConflictError, match="different spec or claim metadata"):
+        _created(TemplateEnsurer(fake), [_template()])
+    assert fake.calls_to("POST") == 0
 
 
 def _templates_of(caches: ClusterCaches) -> Callable[[], WatchCache[TemplateRecord] | None]:
@@ -242,11 +262,11 @@ def test_templates_per_namespace_are_bounded() -> None:
         ensurer = TemplateEnsurer(fake, _templates_of(caches), max_per_namespace=3)
         namespace = f"bounded-{synced}"
         for count in (1, 2, 3):
-            ensurer.ensure([_template(namespace, count)], create=True, budget=_budget())
+            _created(ensurer, [_template(namespace, count)])
         with pytest.raises(TemplateLimitError, match=f"namespace {namespace} already has 3"):
-            ensurer.ensure([_template(namespace, 4)], create=True, budget=_budget())
-        ensurer.ensure([_template(namespace, 2)], create=True, budget=_budget())  # an existing one is fine
-        ensurer.ensure([_template("elsewhere-" + namespace, 4)], create=True, budget=_budget())
+            _created(ensurer, [_template(namespace, 4)])
+        _created(ensurer, [_template(namespace, 2)])  # an existing one is fine
+        _created(ensurer, [_template("elsewhere-" + namespace, 4)])
         caches.stop()
     fake.close()
 
@@ -259,13 +279,13 @@ def test_pods_sharing_a_new_template_at_the_limit_are_all_admitted(synced: bool)
     caches = synced_watch(fake) if synced else ClusterCaches()
     ensurer = TemplateEnsurer(fake, _templates_of(caches), max_per_namespace=3)
     for count in (1, 2):
-        ensurer.ensure([_template("deploy", count)], create=True, budget=_budget())
+        _created(ensurer, [_template("deploy", count)])
     fake.delay = 0.05  # every API call is slow: the reviews overlap
     results: list[list[str] | BaseException] = []
 
     def review() -> None:
         try:
-            results.append(ensurer.ensure([_template("deploy", 3)], create=True, budget=_budget()))
+            results.append(_created(ensurer, [_template("deploy", 3)]))
         except BaseException as exc:
             results.append(exc)
 
@@ -294,7 +314,7 @@ def test_ensurer_reports_api_errors() -> None:
     errors: list[tuple[str, str]] = []
     ensurer = TemplateEnsurer(fake, on_api_error=lambda o, r: errors.append((o, r)))
     with pytest.raises(ApiError, match="HTTP 503"):
-        ensurer.ensure([_template()], create=True, budget=_budget())
+        _created(ensurer, [_template()])
     assert errors == [("get_resourceclaimtemplates", "http_503")]
 
 
