@@ -65,6 +65,8 @@ def scrape(tls_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
                 return str(server.session.get(f"{server.url}/metrics", timeout=10).text)
 
             wait_until(lambda: "dra_migrate_webhook_watch_events_total" in text(), 10.0, "the watch event counted")
+            # the silence of each copy is reported once a second
+            wait_until(lambda: "dra_migrate_webhook_watch_silence_seconds{" in text(), 10.0, "the watch silence")
             yield text()
         finally:
             server.stop()
