@@ -83,6 +83,10 @@ def _read(text: str) -> dict[str, Any]:
     return data
 
 
+def _kind_of(value: Any) -> str:
+    return "a list" if isinstance(value, list) else f"the {type(value).__name__} {value!r}"[:80]
+
+
 def _settings(function_config: Any) -> tuple[Config, bool]:
     if function_config is None:
         return parse_settings({}).config, False
@@ -90,6 +94,8 @@ def _settings(function_config: Any) -> tuple[Config, bool]:
         raise KrmInputError("functionConfig: expected an object")
     if function_config.get("kind") == "ConfigMap":
         data = function_config.get("data") or {}
+        if not isinstance(data, dict):
+            raise KrmInputError(f"functionConfig: data: expected a map of strings, not {_kind_of(data)}")
         try:
             file_config = yaml.load(str(data.get("config", "")), Loader=yaml.CSafeLoader) or {}
         except yaml.YAMLError as exc:
@@ -102,6 +108,8 @@ def _settings(function_config: Any) -> tuple[Config, bool]:
         if target is not None and not isinstance(target, str):
             # ConfigMap data holds strings; a YAML number would also lose a release's zero (1.30 -> 1.3)
             raise KrmInputError(f'functionConfig: data.targetVersion: {target!r} is not a string; quote it ("1.34")')
+        if target == "":  # an unset variable in a pipeline, not the default
+            raise KrmInputError('functionConfig: data.targetVersion: empty; name a release ("1.34") or leave it out')
         return parse_settings(file_config, target).config, validate
     spec = function_config.get("spec") or {}
     if not isinstance(spec, dict):
