@@ -251,7 +251,7 @@ class Run:
         if patch is not None:
             result = FileResult(source, text, patch.text)
             result.templates = list(patch.templates)
-            result.file_findings.append(Finding(Severity.INFO, "json-patch-converted", "", patch.summary))
+            result.file_findings.append(Finding(Severity.INFO, patch.rule, "", patch.summary))
             return self.side.settle(result, owner)
         try:
             result = process(source, text, registry, options)

@@ -81,6 +81,14 @@ def _apply(state: Any, operations: Sequence[Operation]) -> Any:
     return state
 
 
+def apply_as_kustomize(state: Any, operations: Sequence[Operation]) -> Any | None:
+    """The operations applied as kustomize applies them; None where one does not apply."""
+    try:
+        return _apply(state, operations)
+    except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException):
+        return None
+
+
 def _as_kustomize_reads(state: Any, operation: Operation) -> Operation:
     if operation.get("op") != "replace" or not isinstance(operation.get("path"), str):
         return operation

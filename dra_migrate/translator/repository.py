@@ -71,7 +71,8 @@ class Repository:
 
         changed = {r.source.path.resolve(): r for r in results if r.changed and r.source.path is not None}
         for kustomization in self.run.index.known():
-            patches = [changed[p] for p in sorted(kustomization.patches) if p in changed]
+            # those the plan rewrote against what they patch are complete already (translator.patchplan)
+            patches = [changed[p] for p in sorted(kustomization.patches) if p in changed and not self.patch_file(p)]
             patches = [r for r in patches if "resourceClaims" in r.text]
             if not patches:
                 continue
