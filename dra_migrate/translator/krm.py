@@ -34,6 +34,7 @@ from dra_migrate.engine import (
 from dra_migrate.exits import EXIT_OK, fail
 from dra_migrate.translator import limits
 from dra_migrate.translator.registry import Claim, TemplateRegistry, template_conflict
+from dra_migrate.translator.trainjobs import override_of, overriding, refusal
 from dra_migrate.translator.yamltext import kubeyaml
 
 RESOURCE_LIST = ("config.kubernetes.io/v1", "config.kubernetes.io/v1beta1")
@@ -132,6 +133,7 @@ def transform(items: list[Any], config: Config, validate: bool = False) -> tuple
     # DeviceClasses among the items map names for the migration strategy (KEP-5004), as in convert.
     served = serving_classes(registry.device_classes)
     config = with_served_classes(config, {name: classes[0] for name, classes in served.items()})
+    overrides = [o for o in map(override_of, items) if o is not None]  # translator.trainjobs
     out: list[Any] = []
     results: list[dict[str, Any]] = []
     for item in items:
@@ -142,6 +144,13 @@ def transform(items: list[Any], config: Config, validate: bool = False) -> tuple
         claims = [(t, registry.claim(t)) for t in converted.templates]
         new = [t for t, claim in claims if claim is Claim.NEW]
         findings = list(converted.findings)
+        metadata = _metadata(item)
+        name, namespace = metadata.get("name"), metadata.get("namespace")
+        trainjobs = (
+            overriding(item.get("apiVersion"), item["kind"], name, namespace, overrides) if converted.changed else []
+        )
+        if trainjobs:
+            findings.append(Finding(Severity.ERROR, "not-written", "", refusal(item["kind"], name, trainjobs)))
         findings.extend(template_conflict(t) for t, claim in claims if claim is Claim.CONFLICT)
         if validate:
             findings.extend(_schema_findings([o for o in (converted.object, *new) if o is not None], config))
