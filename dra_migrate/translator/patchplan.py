@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 import yaml
 
-from dra_migrate.engine import Config
+from dra_migrate.engine import Config, Severity, convert
 from dra_migrate.translator.jsonpatches import Operation, apply_as_kustomize, names_devices, operations_of, rewrite
 from dra_migrate.translator.kustomize import (
     Kustomization,
@@ -30,6 +30,7 @@ from dra_migrate.translator.kustomize import (
     patch_entries,
     selects,
 )
+from dra_migrate.translator.overlays import claims_of, complete_patch
 from dra_migrate.translator.strategic import (
     Form,
     UnsupportedDirectiveError,
@@ -233,9 +234,32 @@ class PatchPlan:
                 devices = True
                 parts[-1] = edit_document(document.text, patch, forms[0].patch).text
             devices |= names_devices([{"value": patch}], self.config)
+        if not matched and entry.file is None:
+            return self._alone(text, objects)
         if not matched or not devices:
             return None
         return stream.join(parts), templates, "device requests rewritten to what the converted base needs"
+
+    def _alone(self, text: str, objects: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]], str] | str | None:
+        """An inline patch that names no object this plan renders (a name the bases' prefix gives it),
+        converted alone as a patch file is, with the other claims of the converted bases
+        (translator.overlays); render verification judges it."""
+        try:
+            document = kubeyaml.load(text)
+        except (ValueError, yaml.YAMLError):
+            return None
+        if not isinstance(document, dict) or "kind" not in document:
+            return None
+        converted = convert(copy.deepcopy(document), self.config)
+        errors = [f.message for f in converted.findings if f.severity is Severity.ERROR]
+        if errors:
+            return errors[0]
+        if not converted.changed or converted.object is None:
+            return None
+        edited = edit_document(text, document, converted.object, converted.changes).text
+        bases = [convert(copy.deepcopy(o), self.config).object for o in objects]
+        summary = "device requests rewritten to claims"
+        return complete_patch(edited, claims_of(bases, self.config), self.config), converted.templates, summary
 
     def _plan_file(self, kustomization: Kustomization, file: Path, patch: PatchFile) -> None:
         planned = self.files.get(file)
