@@ -71,8 +71,12 @@ class PatchPlan:
         self._replacements_checked: set[Path] = set()
         self._new_data: dict[Path, dict[str, Any]] = {}  # kustomization file -> its data with inline patches converted
         for kustomization in sorted(index.known(), key=lambda k: k.path):
-            if kustomization.data.get("kind") != "Component":  # a component's patches: where it is included
-                self._render(kustomization)
+            if kustomization.data.get("kind") == "Component":
+                continue  # its patches are planned where it is included
+            if self._patches_anything(kustomization):
+                self._render(kustomization)  # its bases' files are read only for this
+            else:
+                self._refuse_replacements(kustomization)
 
     # -- what a kustomization renders from -----------------------------------------------------
 
@@ -92,6 +96,13 @@ class PatchPlan:
                     objects.append(document)
             self._objects[path] = objects
         return self._objects[path]
+
+    def _patches_anything(self, kustomization: Kustomization) -> bool:
+        """Whether the kustomization or a component it includes has a patch."""
+        components = (
+            self.index.at((kustomization.directory / e).resolve()) for e in _listed(kustomization.data, ("components",))
+        )
+        return any(strategic_entries(k) or patch_entries(k) for k in (kustomization, *components) if k is not None)
 
     def _render(self, kustomization: Kustomization) -> list[dict[str, Any]]:
         """The objects a kustomization renders as the tree is (unconverted), its patches applied in
@@ -126,9 +137,7 @@ class PatchPlan:
 
     def _patched(self, kustomization: Kustomization, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Plan each patch of the kustomization against the objects it patches, and apply it as written."""
-        if kustomization.path not in self._replacements_checked:
-            self._replacements_checked.add(kustomization.path)
-            self._refuse_replacements(kustomization)
+        self._refuse_replacements(kustomization)
         entries = strategic_entries(kustomization) + patch_entries(kustomization)
         entries.sort(key=lambda e: _ORDER.index(e.key))
         if not entries:
@@ -270,6 +279,9 @@ class PatchPlan:
         self.files[file] = patch
 
     def _refuse_replacements(self, kustomization: Kustomization) -> None:
+        if kustomization.path in self._replacements_checked:  # a component, once per kustomization using it
+            return
+        self._replacements_checked.add(kustomization.path)
         values = kustomization.data.get("replacements")
         for index, entry in enumerate(values if isinstance(values, list) else ()):
             for field_path in _field_paths(entry):

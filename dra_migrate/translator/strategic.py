@@ -73,7 +73,7 @@ def _merge_list(base: Any, patch: list[Any], merge_key: str | None, keyed: bool)
     """A list merged by `merge_key` as kustomize (kyaml) merges it: the patch's items first, in its
     order, each merged into the base's item of its key, then the base's other items in theirs."""
     if merge_key is None or not all(isinstance(item, dict) for item in patch):
-        return [copy.deepcopy(item) for item in patch if not (isinstance(item, dict) and "$patch" in item)]
+        return [copy.deepcopy(item) for item in patch]  # replaced as written, directives and all
     if any(item.get("$patch") == "replace" for item in patch):
         return [{k: copy.deepcopy(v) for k, v in i.items() if k != "$patch"} for i in patch if i.get("$patch") is None]
     based = [b for b in base if isinstance(b, dict)] if isinstance(base, list) else []

@@ -218,3 +218,16 @@ def test_a_json_patch_touching_no_device_is_applied_as_kustomize_applies_it(
     }
     _converts_exactly(run_cli, kustomize, tmp_path, files)
     assert annotate in (tmp_path / "dev" / "kustomization.yaml").read_text()
+
+
+def test_a_components_strategic_merge_patch(run_cli: Runner, kustomize: Path, tmp_path: Path) -> None:
+    """A component's patch applies to what the kustomization including it renders."""
+    files = {
+        **BASE,
+        "components/big/kustomization.yaml": (
+            "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\npatches:\n- path: p.yaml\n"
+        ),
+        "components/big/p.yaml": _patch(_count("side", "4")),
+        "dev/kustomization.yaml": _overlay("components:\n- ../components/big\n"),
+    }
+    _converts_exactly(run_cli, kustomize, tmp_path, files)
