@@ -18,6 +18,7 @@ from translator_cli_support import Runner
 from trees import write_tree
 
 from dra_migrate.engine import default_config
+from dra_migrate.translator.jsonpatches import Rewrite, rewrite
 from dra_migrate.translator.renderdiff import conversion_differences
 
 DEPLOYMENT = """\
@@ -231,3 +232,11 @@ def test_a_components_strategic_merge_patch(run_cli: Runner, kustomize: Path, tm
         "dev/kustomization.yaml": _overlay("components:\n- ../components/big\n"),
     }
     _converts_exactly(run_cli, kustomize, tmp_path, files)
+
+
+def test_a_json_patch_on_no_device_is_kept_even_where_it_does_not_apply_here() -> None:
+    """What kustomize makes of an operation on no device is its business (render verification builds
+    it): the plan keeps it as written instead of refusing the tree."""
+    ingress = {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "web"}, "spec": {}}
+    operations = [{"op": "add", "path": "/spec/rules/0/host", "value": "example.org"}]
+    assert rewrite(operations, [ingress], default_config()) == Rewrite(None, [])
