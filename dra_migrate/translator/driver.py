@@ -256,7 +256,8 @@ class Run:
         if patch is not None:
             result = FileResult(source, text, patch.text)
             result.templates = list(patch.templates)
-            result.file_findings.append(Finding(Severity.INFO, patch.rule, "", patch.summary))
+            if patch.rule is not None:
+                result.file_findings.append(Finding(Severity.INFO, patch.rule, "", patch.summary))
             return self.side.settle(result, owner)
         try:
             result = process(source, text, registry, options)

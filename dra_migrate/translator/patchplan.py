@@ -55,7 +55,7 @@ class PatchFile(NamedTuple):
     text: str  # the rewritten patch file
     templates: list[dict[str, Any]]
     summary: str
-    rule: str = "json-patch-converted"
+    rule: str | None = "json-patch-converted"  # None: the patch needs no change
 
 
 class PatchPlan:
@@ -168,7 +168,9 @@ class PatchPlan:
                 continue
             new_text, new_templates, summary = planned
             if entry.file is not None:
-                rule = "json-patch-converted" if operations is not None else "device-plugin-to-claim"
+                rule: str | None = "json-patch-converted" if operations is not None else "device-plugin-to-claim"
+                if new_text == text:
+                    rule = None  # planned as it is: not converted alone
                 summary = f"{entry.label} of {kustomization.path.name}: {summary}"
                 self._plan_file(kustomization, entry.file, PatchFile(new_text, new_templates, summary, rule))
             elif new_text != text:
@@ -243,10 +245,10 @@ class PatchPlan:
                 devices = True
                 parts[-1] = edit_document(document.text, patch, forms[0].patch).text
             devices |= names_devices([{"value": patch}], self.config)
-        if not matched and entry.file is None:
-            return self._alone(text, objects)
-        if not matched or not devices:
-            return None
+        if not matched:  # a file is then converted alone, as before
+            return self._alone(text, objects) if entry.file is None else None
+        if not devices:  # its form for what it patches is itself (a patch in DRA form already, one of replicas)
+            return text, [], ""
         return stream.join(parts), templates, "device requests rewritten to what the converted base needs"
 
     def _alone(self, text: str, objects: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]], str] | str | None:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 from translator_cli_support import Runner
-from trees import write_tree
+from trees import snapshot, write_tree
 
 from dra_migrate.engine import default_config
 from dra_migrate.translator.jsonpatches import Rewrite, rewrite
@@ -104,6 +104,10 @@ def _converts_exactly(
         after = _renders(kustomize, tmp_path / root)
         assert conversion_differences(before[root], after, default_config()) == [], root
         assert "nvidia.com/gpu: " not in yaml.safe_dump(after).replace("nvidia.com/gpu: 0", ""), root
+    converted = snapshot(tmp_path)  # the pre-commit hooks' view: converted once, nothing left to do
+    diff = run_cli("diff", str(tmp_path))
+    assert diff.code == 0 and diff.stdout == "", diff.stdout + diff.stderr
+    assert snapshot(tmp_path) == converted
     return report
 
 
