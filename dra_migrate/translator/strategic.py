@@ -118,8 +118,16 @@ def strategic_form(patch: dict[str, Any], target: dict[str, Any], config: Config
         problem = _pod_spec_form(form, path, spec, base_spec, config, keyed)
         if problem is not None:
             return problem
-    if merge(converted, form, keyed) != expected:
-        return f"its DRA form does not merge into {_differing(merge(converted, form, keyed), expected)} as converted"
+    merged = merge(converted, form, keyed)
+    for path in list(_differences(merged, expected, ())) if merged != expected else ():
+        # a field the engine sets outside the pod spec (Trainer's processes per node, Ray's start
+        # parameters): written as the conversion has it, where a map path reaches it
+        if path and all(isinstance(part, str) for part in path):
+            _set_at(form, path, copy.deepcopy(_at(expected, path)))
+    merged = merge(converted, form, keyed)
+    if merged != expected:
+        where = _differing(merged, expected)
+        return f"the converted base, patched, would not render `{where}` as the conversion of the patched object has it"
     known = {t["metadata"]["name"] for t in before.templates}
     return Form(form, [t for t in after.templates if t["metadata"]["name"] not in known])
 
