@@ -113,6 +113,8 @@ def strategic_form(patch: dict[str, Any], target: dict[str, Any], config: Config
     form = copy.deepcopy(patch)
     for path, spec in config.workloads.pod_specs(expected):
         base_spec = _at(converted, path)
+        if not keyed and any(isinstance(p, int) for p in path) and isinstance(_at(form, path), dict):
+            base_spec = {}  # in a list the patch replaces whole: nothing of the base's pod spec is left
         if not isinstance(base_spec, dict):
             return f"`{_dotted(path)}` is not in the converted object"
         problem = _pod_spec_form(form, path, spec, base_spec, config, keyed)

@@ -244,3 +244,41 @@ def test_a_json_patch_on_no_device_is_kept_even_where_it_does_not_apply_here() -
     ingress = {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "web"}, "spec": {}}
     operations = [{"op": "add", "path": "/spec/rules/0/host", "value": "example.org"}]
     assert rewrite(operations, [ingress], default_config()) == Rewrite(None, [])
+
+
+RUNTIME = """\
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainingRuntime
+metadata: {name: torch}
+spec:
+  mlPolicy: {numNodes: 2, torch: {}}
+  template:
+    spec:
+      replicatedJobs:
+      - name: node
+        template:
+          spec:
+            template:
+              spec:
+                containers:
+                - name: node
+                  image: pytorch
+                  resources: {limits: {nvidia.com/gpu: 4}}
+"""
+
+
+def test_a_patch_whose_conversion_changes_a_field_outside_the_pod_spec(
+    run_cli: Runner, kustomize: Path, tmp_path: Path
+) -> None:
+    """Trainer derived the processes per node from the node container's GPUs: the engine writes the
+    count into mlPolicy, and the converted patch writes the dev overlay's count there too."""
+    smaller = RUNTIME.replace("  mlPolicy: {numNodes: 2, torch: {}}\n", "")
+    smaller = smaller.replace("nvidia.com/gpu: 4", "nvidia.com/gpu: 1")
+    files = {
+        "base/kustomization.yaml": "resources:\n- runtime.yaml\n",
+        "base/runtime.yaml": RUNTIME,
+        "dev/kustomization.yaml": _overlay("patches:\n- path: p.yaml\n"),
+        "dev/p.yaml": smaller,
+    }
+    _converts_exactly(run_cli, kustomize, tmp_path, files)
+    assert "numProcPerNode: 1" in (tmp_path / "dev" / "p.yaml").read_text()
