@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: setup demo test lint e2e-bins helm-bin e2e bench releases yaml12 clean
+.PHONY: setup demo test lint docs e2e-bins helm-bin promtool-bin e2e bench releases yaml12 clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,10 +14,21 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+DOCS_STAMP = $(VENV)/.docs-installed
+
+$(DOCS_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -e '.[test,docs]'
+	touch $(DOCS_STAMP)
+
+## The documentation site from docs/ and README.md, built strict (a broken link fails) into site/.
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 ## The main job on the bundled examples: preview (diff), then write the converted tree to out/.
+## examples/krm converts at render time (an exec KRM function), so its files stay as they are in Git.
 demo: $(STAMP)
-	$(BIN)/dra-migrate diff --report text examples/; test $$? -le 1  # diff exits 1 when there are changes
-	$(BIN)/dra-migrate convert --report text --validate --output-dir out/ examples/
+	$(BIN)/dra-migrate diff --report text --exclude krm examples/; test $$? -le 1  # exit 1: there are changes
+	$(BIN)/dra-migrate convert --report text --validate --exclude krm --output-dir out/ examples/
 	@echo "converted manifests written to out/"
 
 # Test directories are checked one by one: each has its own conftest module.
@@ -41,6 +52,11 @@ e2e-bins:
 helm-bin:
 	bash tests/deploy/build-helm.sh
 
+## promtool for the monitoring tests (rules, their unit tests, a scrape), built from the Prometheus Go
+## module into ~/.cache/dra-migrate/promtool-<version>/ (reused).
+promtool-bin:
+	bash tests/deploy/build-promtool.sh
+
 e2e: $(STAMP) e2e-bins helm-bin
 	$(BIN)/pytest -q tests/e2e
 
@@ -58,4 +74,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/review_cost.py
 
 clean:
-	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) out site dist build .pytest_cache .mypy_cache .ruff_cache .hypothesis

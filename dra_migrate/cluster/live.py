@@ -119,8 +119,8 @@ def _discover(reader: _Reader, state: ClusterState) -> dict[str, str]:
 
 
 def _named_config_maps(state: ClusterState) -> set[tuple[str, str]]:
-    """ConfigMaps a device plugin or Kueue reads its configuration from (planning.deviceplugin)."""
-    from dra_migrate.planning.deviceplugin import config_map_references
+    """ConfigMaps a device plugin or Kueue reads its configuration from (cluster.nvidiaplugin)."""
+    from dra_migrate.cluster.nvidiaplugin import config_map_references
 
     found = set(config_map_references(state))
     for deployment in state.of("Deployment"):

@@ -26,6 +26,8 @@ def shape_problem(obj: dict[str, Any], target: Target) -> str | None:
             return f"{section}: {_kind_of(obj[section])}, not a mapping"
     if obj.get("kind") == "ClusterQueue":
         return _cluster_queue_problem(obj.get("spec") or {})
+    if obj.get("kind") in _OPERATOR_FIELDS:
+        return _fields_problem(obj, _OPERATOR_FIELDS[str(obj["kind"])])
     if not obj.get("kind") or not obj.get("apiVersion"):
         return None
     from dra_migrate.translator.schema import first_type_error  # the schemas load only for a snapshot
@@ -37,6 +39,41 @@ def _kind_of(value: Any) -> str:
     return {list: "a list", dict: "a mapping", str: "a string", bool: "a boolean"}.get(
         type(value), type(value).__name__
     )
+
+
+# The fields the plan reads of the device operators' objects, with their types (the operators' CRDs:
+# NVIDIA/gpu-operator api/nvidia/v1 ClusterPolicySpec, ROCm/gpu-operator DeviceConfigSpec, Intel's
+# GpuDevicePluginSpec).
+_OPERATOR_FIELDS: dict[str, tuple[tuple[str, type], ...]] = {
+    "ClusterPolicy": (
+        ("spec.devicePlugin", dict),
+        ("spec.devicePlugin.enabled", bool),
+        ("spec.devicePlugin.config", dict),
+        ("spec.devicePlugin.config.name", str),
+        ("spec.devicePlugin.config.default", str),
+        ("spec.mig", dict),
+        ("spec.mig.strategy", str),
+        ("status.namespace", str),
+    ),
+    "DeviceConfig": (
+        ("spec.selector", dict),
+        ("spec.devicePlugin", dict),
+        ("spec.devicePlugin.devicePluginArguments", dict),
+    ),
+    "GpuDevicePlugin": (("spec.nodeSelector", dict), ("spec.sharedDevNum", int)),
+}
+_TYPE_NAMES = {dict: "a mapping", bool: "true or false", str: "a string", int: "an integer"}
+
+
+def _fields_problem(obj: dict[str, Any], fields: tuple[tuple[str, type], ...]) -> str | None:
+    for path, wanted in fields:
+        value: Any = obj
+        for part in path.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        wrong = isinstance(value, bool) and wanted is int
+        if value is not None and (wrong or not isinstance(value, wanted)):
+            return f"{path}: {_kind_of(value)}, not {_TYPE_NAMES[wanted]}"
+    return None
 
 
 def _cluster_queue_problem(spec: dict[str, Any]) -> str | None:

@@ -19,6 +19,7 @@ KINDS: tuple[tuple[str, str, str, bool], ...] = (
     ("ReplicaSet", "apps", "replicasets", True),
     ("Job", "batch", "jobs", True),
     ("CronJob", "batch", "cronjobs", True),
+    ("PodDisruptionBudget", "policy", "poddisruptionbudgets", True),
     ("DeviceClass", "resource.k8s.io", "deviceclasses", False),
     ("ResourceSlice", "resource.k8s.io", "resourceslices", False),
     ("MutatingWebhookConfiguration", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", False),
@@ -28,6 +29,23 @@ KINDS: tuple[tuple[str, str, str, bool], ...] = (
     ("ClusterQueue", "kueue.x-k8s.io", "clusterqueues", False),
     ("ResourceFlavor", "kueue.x-k8s.io", "resourceflavors", False),
 )
+
+
+def _workload_kinds() -> tuple[tuple[str, str, str, bool], ...]:
+    """Every other kind convert knows the pod templates of (PyTorchJob, RayCluster, JobSet, ...), by its
+    plural resource name (the CRDs' own: the lower-case kind with an s)."""
+    from dra_migrate.engine.workloads import BUILTIN_WORKLOADS
+
+    known = {(group, kind) for kind, group, *_ in KINDS}
+    skipped = {("", "Pod"), ("", "PodTemplate"), ("", "ReplicationController")}
+    return tuple(
+        (w.kind, w.api_group, w.kind.lower() + "s", True)
+        for w in BUILTIN_WORKLOADS
+        if w.api_group and (w.api_group, w.kind) not in known | skipped and w.pod_spec_paths
+    )
+
+
+KINDS += _workload_kinds()
 KIND_NAMES = frozenset(kind for kind, *_ in KINDS) | {"ConfigMap"}
 
 

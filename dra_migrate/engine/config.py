@@ -35,27 +35,65 @@ _MAPPING_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
-        "resource": {"type": "string", "minLength": 1},
-        "pattern": {"type": "string", "minLength": 1},
-        "deviceClassName": {"type": "string", "minLength": 1},
-        "selectors": {"type": "array", "items": {"type": "string", "minLength": 1}, "maxItems": 32},
+        "resource": {"type": "string", "minLength": 1, "description": "the device-plugin resource name, exactly"},
+        "pattern": {
+            "type": "string",
+            "minLength": 1,
+            "description": "a regular expression the whole resource name must match; its named groups can be "
+            "used as ${name} in deviceClassName, selectors and classSelectors",
+        },
+        "deviceClassName": {
+            "type": "string",
+            "minLength": 1,
+            "description": "the DeviceClass the claim asks for (a DNS subdomain, as the apiserver requires)",
+        },
+        "selectors": {
+            "type": "array",
+            "items": {"type": "string", "minLength": 1},
+            "maxItems": 32,
+            "description": "CEL selectors of the request (syntax checked)",
+        },
         "config": {
             "type": "array",
             "maxItems": 32,
+            "description": "opaque driver configuration of the request",
             "items": {
                 "type": "object",
                 "additionalProperties": False,
                 "required": ["driver", "parameters"],
                 "properties": {
-                    "driver": {"type": "string", "pattern": _DNS_SUBDOMAIN, "maxLength": 63},
-                    "parameters": {"type": "object"},
+                    "driver": {
+                        "type": "string",
+                        "pattern": _DNS_SUBDOMAIN,
+                        "maxLength": 63,
+                        "description": "the DRA driver the parameters are for",
+                    },
+                    "parameters": {"type": "object", "description": "the driver's parameters, as they are"},
                 },
             },
         },
-        "requestName": {"type": "string", "pattern": _DNS_LABEL, "maxLength": 63},
-        "classSelectors": {"type": "array", "items": {"type": "string", "minLength": 1}, "maxItems": 32},
-        "unconvertible": {"type": "string", "minLength": 1},
-        "keepsUnconverted": {"type": "array", "items": {"type": "string"}},
+        "requestName": {
+            "type": "string",
+            "pattern": _DNS_LABEL,
+            "maxLength": 63,
+            "description": "the request's name in the template (default: from the resource name)",
+        },
+        "classSelectors": {
+            "type": "array",
+            "items": {"type": "string", "minLength": 1},
+            "maxItems": 32,
+            "description": "what a DeviceClass written for this mapping selects (--device-classes)",
+        },
+        "unconvertible": {
+            "type": "string",
+            "minLength": 1,
+            "description": "the name is kept as a device-plugin request and reported with this reason",
+        },
+        "keepsUnconverted": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "with unconvertible: these names are kept in the same container too",
+        },
     },
     "oneOf": [{"required": ["resource"]}, {"required": ["pattern"]}],
 }
@@ -64,58 +102,138 @@ CONFIG_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
-        "targetVersion": {"type": "string"},
-        "builtinMappings": {"type": "boolean"},
-        "mappings": {"type": "array", "items": _MAPPING_SCHEMA},
+        "targetVersion": {
+            "type": "string",
+            "default": DEFAULT_TARGET,
+            "description": "the Kubernetes release to write for (1.32: v1beta1, 1.33: v1beta2, 1.34 and later: v1); "
+            "--target-version wins; the webhook takes the cluster's own release when this is not set",
+        },
+        "builtinMappings": {
+            "type": "boolean",
+            "default": True,
+            "description": "use the built-in mapping table; false: only the mappings below",
+        },
+        "mappings": {
+            "type": "array",
+            "items": _MAPPING_SCHEMA,
+            "description": "device-plugin names and the DeviceClass requests they become, before the built-ins; "
+            "an entry with the same resource or pattern as a built-in replaces it",
+        },
         "nodeName": {
             "type": "object",
             "additionalProperties": False,
+            "description": "how spec.nodeName becomes node selection, so that the scheduler allocates claims",
             "properties": {
-                "mode": {"enum": ["nodeSelector", "nodeAffinity"]},
-                "scope": {"enum": ["claims", "all"]},
+                "mode": {
+                    "enum": ["nodeSelector", "nodeAffinity"],
+                    "default": "nodeSelector",
+                    "description": "nodeSelector on kubernetes.io/hostname, or a required node affinity on "
+                    "metadata.name (exact where the hostname label differs from the node name)",
+                },
+                "scope": {
+                    "enum": ["claims", "all"],
+                    "default": "claims",
+                    "description": "the pods whose nodeName is replaced: those that use claims, or all",
+                },
             },
         },
-        "strategy": {"enum": [s.value for s in Strategy]},
-        "resourceTolerations": {"type": "boolean"},
+        "strategy": {
+            "enum": [s.value for s in Strategy],
+            "default": Strategy.AUTO.value,
+            "description": "rewrite device-plugin requests into claims, leave them to DeviceClasses that map "
+            "the name (KEP-5004), or decide by the target's DRAExtendedResource default and the known classes; "
+            "--strategy wins",
+        },
+        "resourceTolerations": {
+            "type": "boolean",
+            "default": True,
+            "description": "converted pods keep the toleration the ExtendedResourceToleration admission plugin "
+            "gave them (the webhook never adds it: the plugin runs before it)",
+        },
         "clusterDeviceClasses": {
             "type": "array",
+            "description": "DeviceClasses the target cluster has that map extended resource names (KEP-5004)",
             "items": {
                 "type": "object",
                 "additionalProperties": False,
                 "required": ["name", "extendedResourceName"],
                 "properties": {
-                    "name": {"type": "string", "pattern": _DNS_SUBDOMAIN, "maxLength": 253},
-                    "extendedResourceName": {"type": "string", "minLength": 1},
-                    "selectors": {"type": "array", "items": {"type": "string", "minLength": 1}},
+                    "name": {
+                        "type": "string",
+                        "pattern": _DNS_SUBDOMAIN,
+                        "maxLength": 253,
+                        "description": "the DeviceClass's name",
+                    },
+                    "extendedResourceName": {
+                        "type": "string",
+                        "minLength": 1,
+                        "description": "its spec.extendedResourceName",
+                    },
+                    "selectors": {
+                        "type": "array",
+                        "items": {"type": "string", "minLength": 1},
+                        "description": "the class's CEL selectors, to judge what it can serve",
+                    },
                 },
             },
         },
         "sharedDevices": {
             "type": "array",
+            "description": "names the cluster shares (time-slicing, MPS); plan --write fills it in webhook-config.yaml",
             "items": {
                 "type": "object",
                 "additionalProperties": False,
                 "required": ["resource", "reason", "sharingNodes"],
                 "properties": {
-                    "resource": {"type": "string", "minLength": 1},
-                    "reason": {"type": "string", "minLength": 1},
-                    "sharingNodes": {"type": "array", "items": _NODE_LABELS},
-                    "otherNodes": {"type": "array", "items": _NODE_LABELS},
-                    "shareCapacity": {"type": "string", "pattern": _DNS_LABEL, "maxLength": 63},
-                    "wholeResource": {"type": "string", "minLength": 1},
+                    "resource": {"type": "string", "minLength": 1, "description": "the shared name"},
+                    "reason": {"type": "string", "minLength": 1, "description": "the shared-device error's text"},
+                    "sharingNodes": {
+                        "type": "array",
+                        "items": _NODE_LABELS,
+                        "description": "label sets of the nodes that share the devices",
+                    },
+                    "otherNodes": {
+                        "type": "array",
+                        "items": _NODE_LABELS,
+                        "description": "label sets of the nodes that serve the name as whole devices",
+                    },
+                    "shareCapacity": {
+                        "type": "string",
+                        "pattern": _DNS_LABEL,
+                        "maxLength": 63,
+                        "description": "the DRA driver hands out shares of this capacity: a pod that can land only "
+                        "on sharing nodes gets a claim for one",
+                    },
+                    "wholeResource": {
+                        "type": "string",
+                        "minLength": 1,
+                        "description": "for a renamed share (nvidia.com/gpu.shared): the name of the same devices "
+                        "unshared",
+                    },
+                    "convertsAs": {
+                        "type": "string",
+                        "minLength": 1,
+                        "description": "for MIG slices advertised under a whole-GPU name (migStrategy single): "
+                        "the MIG profile's name the pods on these nodes convert as",
+                    },
                 },
             },
         },
         "workloads": {
             "type": "array",
+            "description": "more kinds with pod specs, beside the built-in ones",
             "items": {
                 "type": "object",
                 "additionalProperties": False,
                 "required": ["kind", "podSpecPaths"],
                 "properties": {
-                    "apiGroup": {"type": "string"},
-                    "kind": {"type": "string", "minLength": 1},
-                    "podSpecPaths": {"type": "array", "items": {"type": "string", "minLength": 1}},
+                    "apiGroup": {"type": "string", "description": "the kind's API group"},
+                    "kind": {"type": "string", "minLength": 1, "description": "the kind"},
+                    "podSpecPaths": {
+                        "type": "array",
+                        "items": {"type": "string", "minLength": 1},
+                        "description": "dotted paths to its pod specs; * matches every list item or map value",
+                    },
                 },
             },
         },
@@ -273,16 +391,18 @@ def parse_config(
         served=served,
         resource_tolerations=bool(data.get("resourceTolerations", True)),
     )
-    shared = {
-        raw["resource"]: SharedDevices(
+    shared: dict[str, SharedDevices] = {}
+    for raw in data.get("sharedDevices", ()):
+        entry = SharedDevices(
             raw["reason"],
             raw["sharingNodes"],
             raw.get("otherNodes", ()),
             raw.get("shareCapacity"),
             raw.get("wholeResource"),
+            raw.get("convertsAs"),
         )
-        for raw in data.get("sharedDevices", ())
-    }
+        known = shared.get(raw["resource"])  # a name that means different things on different nodes
+        shared[raw["resource"]] = known._replace(more=(*known.more, entry)) if known else entry
     return with_shared_devices(config, shared)
 
 
@@ -338,10 +458,26 @@ class SharedDevices(NamedTuple):
     others: Sequence[Mapping[str, str]] = ()
     share_capacity: str | None = None
     whole_name: str | None = None  # the name of the devices unshared, for a renamed share (nvidia.com/gpu.shared)
+    # a name whose conversion the request gets where the nodes advertise something else under it: the MIG
+    # profile (`nvidia.com/mig-1g.10gb`) a MIG-single node advertises as `nvidia.com/gpu`
+    converts_as: str | None = None
+    # the nodes where the name means yet something else, each as its own entry (reason and others unused)
+    more: tuple[SharedDevices, ...] = ()
 
 
 def _label_sets(nodes: Sequence[Mapping[str, str]]) -> tuple[frozenset[tuple[str, str]], ...]:
     return tuple({frozenset((str(k), str(v)) for k, v in labels.items()) for labels in nodes})
+
+
+def _conversion(config: Config, name: str, shared: SharedDevices) -> DeviceRequestSpec | None:
+    """What a request for `name` becomes on nodes where it means `shared`: one share of the device, the
+    device `converts_as` names, or None (no claim means it)."""
+    resolved = config.mappings.resolve(name)
+    device = config.mappings.resolve(shared.whole_name) if shared.whole_name else resolved
+    if isinstance(device, DeviceRequestSpec) and shared.share_capacity:
+        return device._replace(resource=name, capacity=((shared.share_capacity, "1"),))
+    instead = config.mappings.resolve(shared.converts_as) if shared.converts_as else None
+    return instead._replace(resource=name) if isinstance(instead, DeviceRequestSpec) else None
 
 
 def with_shared_devices(config: Config, shares: Mapping[str, SharedDevices]) -> Config:
@@ -355,11 +491,10 @@ def with_shared_devices(config: Config, shares: Mapping[str, SharedDevices]) -> 
     for name, shared in shares.items():
         resolved = config.mappings.resolve(name)
         otherwise = resolved if isinstance(resolved, DeviceRequestSpec) else None
-        device = config.mappings.resolve(shared.whole_name) if shared.whole_name else resolved
-        share = None
-        if isinstance(device, DeviceRequestSpec) and shared.share_capacity:
-            share = device._replace(resource=name, capacity=((shared.share_capacity, "1"),))
-        where = SharedOn(_label_sets(shared.nodes), otherwise, _label_sets(shared.others), share)
+        more = tuple((_label_sets(m.nodes), _conversion(config, name, m)) for m in shared.more)
+        where = SharedOn(
+            _label_sets(shared.nodes), otherwise, _label_sets(shared.others), _conversion(config, name, shared), more
+        )
         overrides.append(DeviceMapping(resource=name, unconvertible=shared.reason, shared=where))
     return _with_overrides(config, overrides)
 

@@ -92,7 +92,7 @@ def _through_knative(obj: dict[str, Any], result: ConversionResult, group: str) 
                     "metadata.annotations",
                     "this InferenceService names no deployment mode, so the cluster's inferenceservice-config "
                     "decides: in Serverless mode Knative refuses the claims it now has; set "
-                    "serving.kserve.io/deploymentMode: RawDeployment, or see the README's Knative section",
+                    "serving.kserve.io/deploymentMode: RawDeployment, or see docs/conversion.md on Knative Serving",
                 )
             )
         return result

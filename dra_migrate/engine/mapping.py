@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from dra_migrate.engine.memo import cached_when_hashable
+from dra_migrate.engine.placement import selects
 
 # Names that already reach DRA through the scheduler (KEP-5004 implicit names, docs/dra-api.md section 5).
 IMPLICIT_DEVICE_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
@@ -122,30 +123,31 @@ NodeLabels = frozenset[tuple[str, str]]
 class SharedOn(NamedTuple):
     """Where a cluster shares the devices behind a name: the label sets of the nodes that do and of the
     nodes that serve it otherwise (whole devices), how the name converts for a pod that cannot land on a
-    sharing node, and, where the DRA driver publishes shares, for a pod that can land only there."""
+    sharing node, and, where the DRA driver publishes shares, for a pod that can land only there. `more`:
+    the nodes where the name means yet something else (another kind of share, a MIG profile), each with its
+    own conversion for a pod that can land only there."""
 
     nodes: tuple[NodeLabels, ...]
     otherwise: DeviceRequestSpec | None
     others: tuple[NodeLabels, ...] = ()
     share: DeviceRequestSpec | None = None
+    more: tuple[tuple[tuple[NodeLabels, ...], DeviceRequestSpec | None], ...] = ()
 
-    def for_pod(self, node_selector: Any) -> DeviceRequestSpec | None:
-        """The conversion for a pod with this nodeSelector, or None when no claim means its request."""
-        if not _reaches(self.nodes, node_selector):
+    def for_pod(self, pod_spec: Mapping[str, Any]) -> DeviceRequestSpec | None:
+        """The conversion for a pod with this spec (nodeSelector, nodeName, required node affinity), or
+        None when no claim means its request."""
+        groups = ((self.nodes, self.share), *self.more)
+        reached = [spec for nodes, spec in groups if _reaches(nodes, pod_spec)]
+        if not reached:
             return self.otherwise
-        if self.share is not None and not _reaches(self.others, node_selector):
-            return self.share
+        if len(reached) == 1 and reached[0] is not None and not _reaches(self.others, pod_spec):
+            return reached[0]
         return None
 
 
-def _reaches(nodes: tuple[NodeLabels, ...], node_selector: Any) -> bool:
-    """Whether a pod with this nodeSelector can land on one of the nodes with these labels."""
-    if not nodes:
-        return False
-    if not isinstance(node_selector, Mapping) or not node_selector:
-        return True
-    wanted = {(str(k), str(v)) for k, v in node_selector.items()}
-    return any(wanted <= labels for labels in nodes)
+def _reaches(nodes: tuple[NodeLabels, ...], pod_spec: Mapping[str, Any]) -> bool:
+    """Whether a pod with this spec can land on one of the nodes with these labels."""
+    return any(selects(pod_spec, dict(labels)) for labels in nodes)
 
 
 class Unconvertible:

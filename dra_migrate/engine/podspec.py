@@ -158,11 +158,12 @@ def _route(
 def _for_pod(
     mapping: DeviceRequestSpec | Unconvertible | None, pod_spec: dict[str, Any]
 ) -> DeviceRequestSpec | Unconvertible | None:
-    """A name the cluster shares converts as usual for a pod whose nodeSelector rules the sharing nodes
-    out, and to a share of a device for one that can land only there (where the driver publishes shares)."""
+    """A name the cluster shares converts as usual for a pod whose nodeSelector, nodeName or required node
+    affinity rules the sharing nodes out, and to a share of a device for one that can land only there (where
+    the driver publishes shares)."""
     shared = mapping.shared if isinstance(mapping, Unconvertible) else None
     if shared is not None:
-        return shared.for_pod(pod_spec.get("nodeSelector")) or mapping
+        return shared.for_pod(pod_spec) or mapping
     return mapping
 
 

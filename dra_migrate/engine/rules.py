@@ -2,7 +2,7 @@
 
 Each rule has one severity and one meaning; `Finding` refuses an undeclared rule or a severity
 that differs from its declaration, so a rule id cannot drift or be reused for something else.
-The README's table of rules is generated from this one (`rules_table`) and checked by a test.
+The documentation's rule reference is generated from this one (`rules_table`, through tools/docsgen.py).
 """
 
 from __future__ import annotations
@@ -111,7 +111,13 @@ RULES: tuple[Rule, ...] = (
     Rule("skipped", INFO, "a file that is not converted (a template, no Kubernetes objects, a link read twice)"),
     Rule("not-written", ERROR, "a file left unchanged because its unit could not be written whole"),
     Rule("render-mismatch", ERROR, "the render after the conversion is not the conversion of the render before"),
-    Rule("render-not-verified", WARN, "a kustomization root could not be rendered to check the conversion"),
+    Rule(
+        "render-not-built",
+        ERROR,
+        "a kustomization root that renders from a changed file cannot be built to verify the conversion "
+        "(no kustomize, helmCharts without helm, a KRM function without --enable-exec, a remote base)",
+    ),
+    Rule("render-not-verified", WARN, "a kustomization root was not rendered to check the conversion"),
     Rule("render-verified", INFO, "kustomize renders the conversion of what it rendered before"),
     Rule("json-patch-converted", INFO, "an overlay's JSON 6902 patch of device requests rewritten to claims"),
     Rule("patch-not-converted", ERROR, "an overlay's patch or replacement of device requests has no exact DRA form"),
@@ -130,6 +136,6 @@ def check_rule(rule: str, severity: Severity) -> None:
 
 
 def rules_table() -> str:
-    """The Markdown table of every rule, for the README."""
+    """The Markdown table of every rule, for the documentation's rule reference."""
     rows = [f"| `{rule.id}` | {rule.severity} | {rule.meaning} |" for rule in RULES]
     return "\n".join(["| rule | severity | meaning |", "|---|---|---|", *rows]) + "\n"

@@ -3,31 +3,31 @@ through the engine with the cluster's knowledge, quotas, and the ordered cutover
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
-from collections.abc import Iterable
-from typing import Any, NamedTuple
+from collections.abc import Iterable, Mapping
+from typing import Any
 
-from dra_migrate.cluster.state import ClusterState, allocatable_of, labels_of, name_of, namespace_of
+from dra_migrate.cluster.amdplugin import amd_plugins, partition_names
+from dra_migrate.cluster.knowledge import served_config, shared_names
+from dra_migrate.cluster.nodes import ClusterNodes, NodeModel, cluster_nodes
+from dra_migrate.cluster.nvidiadra import settings_text, shares_for
+from dra_migrate.cluster.nvidiaplugin import CONFIG_LABEL
+from dra_migrate.cluster.state import KINDS, ClusterState, name_of, namespace_of
 from dra_migrate.engine import (
     Config,
     DeviceRequestSpec,
     Severity,
     SharedDevices,
-    Target,
-    Unconvertible,
     convert,
     is_extended_resource,
     resource_entries,
     serving_classes,
-    with_served_classes,
     with_shared_devices,
 )
-from dra_migrate.planning.amdplugin import amd_plugins, partition_names
-from dra_migrate.planning.deviceplugin import PluginSource, Sharing, node_sharing, plugin_sources
-from dra_migrate.planning.intelplugin import IntelShare, intel_node_sharing, intel_shares
+from dra_migrate.engine.placement import selects, tolerates
+from dra_migrate.engine.strategy import EXTENDED_RESOURCE_GATE
+from dra_migrate.planning.cutover import Stage, pool_steps, stages, why_kept
 from dra_migrate.planning.model import ClassMapping, Plan, Pool, Quota, SharedResource, Step, Workload
-from dra_migrate.planning.nvidiadra import SHARES_CAPACITY, driver_values_file, settings_text, shares_for
 
 # Labels that name a node's pool on the common platforms, in this order; `--pool-label` overrides.
 POOL_LABELS = (
@@ -38,90 +38,13 @@ POOL_LABELS = (
     "node.kubernetes.io/instance-type",
 )
 NO_POOL = "(no pool label)"
-_CONTROLLERS = ("Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob")
-_DRIVER = re.compile(r"""device\.driver\s*==\s*["']([^"']+)["']""")
+ObjectKey = tuple[str, str, str]  # kind, namespace, name
+_NOT_WORKLOADS = {"Node", "Pod", "ResourceQuota", "LimitRange", "ClusterQueue", "ResourceFlavor", "DeviceClass"}
+_NOT_WORKLOADS |= {"ResourceSlice", "MutatingWebhookConfiguration", "ClusterPolicy", "GpuDevicePlugin", "DeviceConfig"}
 
 
-class DevicePlugins(NamedTuple):
-    """The sharing device plugins of a cluster, read once per run (ConfigMaps parsed, flags read)."""
-
-    nvidia: list[PluginSource]
-    intel: list[IntelShare]
-
-    def shares_on(self, node: dict[str, Any]) -> tuple[Sharing, ...]:
-        """What a node advertises as shares: NVIDIA's time-slicing or MPS, Intel's shared-dev-num."""
-        return node_sharing(self.nvidia, node) + intel_node_sharing(self.intel, node)
-
-
-def device_plugins(state: ClusterState) -> DevicePlugins:
-    return DevicePlugins(plugin_sources(state), intel_shares(state))
-
-
-def shared_names(
-    state: ClusterState, plugins: DevicePlugins, target: Target, consumable_shares: bool = False
-) -> dict[str, SharedDevices]:
-    """Device-plugin names the cluster's nodes advertise as shares: why an exclusive claim cannot mean them,
-    the labels of the nodes that share them and of those that serve them whole (a pod whose nodeSelector
-    rules all sharing nodes out converts as usual), and, where the DRA driver will hand out shares
-    (`consumable_shares`), the capacity a pod that can land only on sharing nodes claims one share of."""
-    found: dict[str, list[tuple[dict[str, Any], Sharing]]] = defaultdict(list)
-    for node in state.of("Node"):
-        for share in plugins.shares_on(node):
-            found[share.advertised].append((node, share))
-    with_slices = {str((s.get("spec") or {}).get("nodeName")) for s in state.of("ResourceSlice")}
-    shares = {}
-    for name, where in sorted(found.items()):
-        nodes = sorted(name_of(n) for n, _ in where)
-        share = where[0][1]
-        sharing = set(nodes)
-        others = [
-            labels_of(n)
-            for n in state.of("Node")
-            if name_of(n) not in sharing
-            and (_quantity(allocatable_of(n).get(share.resource, 0)) > 0 or name_of(n) in with_slices)
-        ]
-        capacity, why_not = shares_for(share.resource, share.strategy, target, consumable_shares)
-        reason = (
-            f"the device plugin shares it ({share.strategy}, {share.replicas} per device) on {', '.join(nodes[:3])}"
-            f"{' and others' if len(nodes) > 3 else ''}: a request there is a share of a device, a claim gets whole "
-            f"devices (up to {share.replicas} times as many); "
-        )
-        if capacity:
-            reason += (
-                "a pod that can land only there gets a claim for one share, but this one can also land on nodes "
-                "that serve whole devices: select one kind (nodeSelector)"
-            )
-        else:
-            reason += f"keep it on the device plugin, or select nodes that do not share it (nodeSelector); {why_not}"
-        whole = share.resource if share.resource != name else None
-        shares[name] = SharedDevices(reason, [labels_of(n) for n, _ in where], others, capacity, whole)
-    return shares
-
-
-def served_config(state: ClusterState, config: Config) -> Config:
-    """`config` knowing the DeviceClasses the cluster serves names with (KEP-5004)."""
-    served = serving_classes(state.of("DeviceClass"))
-    return with_served_classes(config, {name: classes[0] for name, classes in served.items()})
-
-
-def cluster_config(state: ClusterState, config: Config, consumable_shares: bool = False) -> Config:
-    """`config` as the cluster decides it: the DeviceClasses it serves names with, and the names it
-    shares (never turned into exclusive claims for a pod that can land where they are shared)."""
-    shares = shared_names(state, device_plugins(state), config.target, consumable_shares)
-    return with_shared_devices(served_config(state, config), shares)
-
-
-def _node_selector(obj: dict[str, Any], config: Config) -> dict[str, str]:
-    """The node selector of a workload's pods (the first pod template's): where it can run."""
-    for _, spec in config.workloads.pod_specs(obj):
-        selector = spec.get("nodeSelector")
-        return {str(k): str(v) for k, v in selector.items()} if isinstance(selector, dict) else {}
-    return {}
-
-
-def _pool_label(node: dict[str, Any], pool_label: str | None) -> dict[str, str]:
+def _pool_label(labels: Mapping[str, str], pool_label: str | None) -> dict[str, str]:
     """The node label that names the node's pool, as {key: pool}; {} when none does."""
-    labels = labels_of(node)
     for key in (pool_label,) if pool_label else POOL_LABELS:
         if key and labels.get(key):
             return {key: labels[key]}
@@ -129,68 +52,33 @@ def _pool_label(node: dict[str, Any], pool_label: str | None) -> dict[str, str]:
 
 
 def _quantity(value: Any) -> int:
-    try:
-        return int(str(value))
-    except ValueError:
-        return 0
+    from dra_migrate.cluster.nodes import quantity
 
-
-def _driver_of(device_class: str, state: ClusterState) -> str:
-    for obj in state.of("DeviceClass"):
-        if name_of(obj) == device_class:
-            for selector in (obj.get("spec") or {}).get("selectors") or []:
-                expression = ((selector or {}).get("cel") or {}).get("expression") or ""
-                match = _DRIVER.search(str(expression))
-                if match:
-                    return match.group(1)
-    return device_class
-
-
-def _device_names(allocatable: dict[str, Any], config: Config) -> dict[str, int]:
-    out = {}
-    for name, value in allocatable.items():
-        mapping = config.mappings.resolve(str(name)) if is_extended_resource(str(name)) else None
-        device = isinstance(mapping, DeviceRequestSpec) or (isinstance(mapping, Unconvertible) and mapping.shared)
-        if device and _quantity(value) > 0:
-            out[str(name)] = _quantity(value)
-    return out
+    return quantity(value)
 
 
 def _pools(
-    state: ClusterState,
-    plugins: DevicePlugins,
-    config: Config,
-    base: Config,
-    pool_label: str | None,
-    consumable_shares: bool,
+    nodes: ClusterNodes, config: Config, pool_label: str | None, consumable_shares: bool
 ) -> tuple[list[Pool], list[str]]:
-    slices: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for slice_ in state.of("ResourceSlice"):
-        spec = slice_.get("spec") or {}
-        if spec.get("nodeName"):
-            slices[str(spec["nodeName"])][str(spec.get("driver"))] += len(spec.get("devices") or [])
+    """Pools of node models: what each pool's nodes advertise, their DRA devices and shares."""
     by_pool: dict[str, Pool] = {}
     errors: list[str] = []
-    for node in sorted(state.of("Node"), key=name_of):
-        name = name_of(node)
-        label = _pool_label(node, pool_label)
+    for node in nodes.nodes:
+        label = _pool_label(node.labels, pool_label)
         pool_name = next(iter(label.values()), NO_POOL)
         pool = by_pool.setdefault(pool_name, Pool(pool_name, [], "none", label=label))
-        pool.nodes.append(name)
-        # with the cluster's knowledge: a renamed share (`nvidia.com/gpu.shared`) is capacity too
-        plugin = _device_names(allocatable_of(node), config)
-        shares = {s.advertised: s for s in plugins.shares_on(node)}
-        for resource, count in plugin.items():
+        pool.nodes.append(node.name)
+        for resource, count in node.advertises.items():
             pool.device_plugin[resource] = pool.device_plugin.get(resource, 0) + count
-            physical = count // shares[resource].replicas if resource in shares else count
-            pool.gpus["device-plugin"] = pool.gpus.get("device-plugin", 0) + physical
-        for driver, count in slices.get(name, {}).items():
+        for driver, count in node.slices.items():
             pool.dra[driver] = pool.dra.get(driver, 0) + count
-            pool.gpus["dra"] = pool.gpus.get("dra", 0) + count
-        for share in shares.values():
-            known = next(
-                (s for s in pool.sharing if (s.advertised, s.strategy) == (share.advertised, share.strategy)), None
-            )
+        for stack, count in node.physical.items():
+            pool.gpus[stack] = pool.gpus.get(stack, 0) + count
+        if node.single_mig_profile():
+            pool.mig_single[node.name] = node.single_mig_profile() or ""
+        for share in node.sharing:
+            key = (share.advertised, share.strategy, share.replicas)
+            known = next((s for s in pool.sharing if (s.advertised, s.strategy, s.replicas) == key), None)
             if known is None:
                 capacity, why_not = shares_for(share.resource, share.strategy, config.target, consumable_shares)
                 dra = (
@@ -199,18 +87,15 @@ def _pools(
                     else why_not
                 )
                 pool.sharing.append(
-                    SharedResource(share.advertised, share.strategy, share.replicas, [name], capacity, dra)
+                    SharedResource(share.advertised, share.strategy, share.replicas, [node.name], capacity, dra)
                 )
             else:
-                known.nodes.append(name)
-        plugin_drivers = {
-            _driver_of(spec.device_class_name, state)
-            for resource in plugin
-            if isinstance(spec := base.mappings.resolve(resource), DeviceRequestSpec)
-        }
-        if plugin_drivers & set(slices.get(name, {})):
-            pool.both.append(name)
+                known.nodes.append(node.name)
+        if node.over_admitted:
+            pool.both.append(node.name)
+        pool.drivers = sorted(set(pool.drivers) | set(node.plugin_drivers))
     for pool in by_pool.values():
+        pool.share_selector = _share_selector(pool, nodes)
         has_plugin, has_dra = bool(pool.device_plugin), bool(pool.dra)
         pool.stack = "both" if pool.both else "device-plugin" if has_plugin else "dra" if has_dra else "none"
         if has_plugin and has_dra and not pool.both:
@@ -221,6 +106,26 @@ def _pools(
                 "DRA driver: pods are over-admitted there; stop one of the two on those nodes"
             )
     return sorted(by_pool.values(), key=lambda p: p.name), errors
+
+
+def _share_selector(pool: Pool, nodes: ClusterNodes) -> dict[str, str]:
+    """Labels that all of the pool's sharing nodes carry and no other node of the cluster does together:
+    the pool's label with the device plugin's per-node config label, else with any other label they share."""
+    sharing = {name for share in pool.sharing for name in share.nodes}
+    if not sharing:
+        return {}
+    models = [n for n in nodes.nodes if n.name in sharing]
+    common = set(models[0].labels.items())
+    for model in models[1:]:
+        common &= set(model.labels.items())
+    first = [*pool.label.items(), *((k, v) for k, v in sorted(common) if k == CONFIG_LABEL)]
+    for extra in [(), *((item,) for item in sorted(common) if item not in first)]:
+        selector = dict([*first, *extra])
+        if selector and all(
+            n.name in sharing for n in nodes.nodes if all(n.labels.get(k) == v for k, v in selector.items())
+        ):
+            return selector
+    return {}
 
 
 def _requests(obj: dict[str, Any], config: Config) -> dict[str, int]:
@@ -247,31 +152,57 @@ def _owner(obj: dict[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-def _placements(state: ClusterState, node_pools: dict[str, str]) -> dict[tuple[str, str, str], set[str]]:
-    """(kind, namespace, name) of each pod's top controller -> the pools its pods run in."""
-    replica_sets = {(namespace_of(rs), name_of(rs)): _owner(rs) for rs in state.of("ReplicaSet")}
-    jobs = {(namespace_of(j), name_of(j)): _owner(j) for j in state.of("Job")}
-    out: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+def _key(obj: dict[str, Any]) -> ObjectKey:
+    return str(obj.get("kind")), namespace_of(obj), name_of(obj)
+
+
+class _Owners:
+    """Each object's top controller among the objects read (Pod -> ReplicaSet -> Deployment, Pod -> Job ->
+    CronJob, Pod -> StatefulSet, Pod -> PyTorchJob): a workload is planned once, with its controller."""
+
+    def __init__(self, state: ClusterState, kinds: Iterable[str]) -> None:
+        self.read = {_key(obj) for kind in kinds for obj in state.of(kind)}
+
+    def parent(self, obj: dict[str, Any]) -> ObjectKey | None:
+        owner = _owner(obj)
+        key = (owner[0], namespace_of(obj), owner[1]) if owner else None
+        return key if key in self.read else None
+
+    def top(self, obj: dict[str, Any], objects: dict[ObjectKey, dict[str, Any]]) -> ObjectKey:
+        key, seen = _key(obj), set()
+        while key in objects and key not in seen:
+            seen.add(key)
+            parent = self.parent(objects[key])
+            if parent is None:
+                return key
+            key = parent
+        return key
+
+
+def _placements(
+    state: ClusterState, owners: _Owners, objects: dict[ObjectKey, dict[str, Any]], node_pools: dict[str, str]
+) -> dict[ObjectKey, set[str]]:
+    """Each running pod's top controller -> the pools its pods run in."""
+    out: dict[ObjectKey, set[str]] = defaultdict(set)
     for pod in state.of("Pod"):
         node = (pod.get("spec") or {}).get("nodeName")
-        if not node:
-            continue
-        namespace = namespace_of(pod)
-        key = ("Pod", namespace, name_of(pod))
-        owner = _owner(pod)
-        if owner is not None:
-            kind, name = owner
-            parent = replica_sets.get((namespace, name)) if kind == "ReplicaSet" else None
-            parent = parent or (jobs.get((namespace, name)) if kind == "Job" else None)
-            top_kind, top_name = parent or owner
-            key = (top_kind, namespace, top_name)
-        out[key].add(node_pools.get(str(node), NO_POOL))
+        if node:
+            out[owners.top(pod, objects)].add(node_pools.get(str(node), NO_POOL))
     return out
 
 
-def _selectable(state: ClusterState, selector: dict[str, str], node_pools: dict[str, str]) -> set[str]:
-    nodes = (n for n in state.of("Node") if all(labels_of(n).get(k) == v for k, v in selector.items()))
-    return {node_pools.get(name_of(n), NO_POOL) for n in nodes}
+def landing(obj: dict[str, Any], config: Config, nodes: ClusterNodes) -> list[NodeModel]:
+    """The schedulable nodes a workload's pods can land on: any of its pod templates' nodeSelector,
+    nodeName and required node affinity select the node and its tolerations cover the node's taints."""
+    specs = [spec for _, spec in config.workloads.pod_specs(obj) if isinstance(spec, dict)]
+    found: dict[str, NodeModel] = {}
+    for spec in specs:
+        for node in nodes.candidates(spec):
+            if node.name in found or node.unschedulable:
+                continue
+            if selects(spec, node.labels, node.name) and tolerates(spec, node.taints):
+                found[node.name] = node
+    return sorted(found.values(), key=lambda n: n.name)
 
 
 def _evaluate(obj: dict[str, Any], config: Config) -> tuple[str, list[str]]:
@@ -287,26 +218,70 @@ def _evaluate(obj: dict[str, Any], config: Config) -> tuple[str, list[str]]:
     return "kept", [f.message for f in result.findings if f.severity is Severity.WARNING]
 
 
-def _workloads(state: ClusterState, config: Config, node_pools: dict[str, str]) -> list[Workload]:
-    placements = _placements(state, node_pools)
-    candidates = [o for kind in _CONTROLLERS for o in state.of(kind) if _owner(o) is None]
-    candidates += [p for p in state.of("Pod") if (_owner(p) or ("", ""))[0] not in ("ReplicaSet", "Job")]
+def _replicas(obj: dict[str, Any]) -> int:
+    """The pods a workload runs: spec.replicas, a Job's parallelism, or the sum of its replica specs'."""
+    found = obj.get("spec")
+    spec: dict[str, Any] = found if isinstance(found, dict) else {}
+    for key in ("replicas", "parallelism"):
+        if isinstance(spec.get(key), int) and not isinstance(spec.get(key), bool):
+            return max(int(spec[key]), 0)
+    nested = [v for k, v in spec.items() if k.endswith("ReplicaSpecs") and isinstance(v, dict)]
+    counts = [r.get("replicas", 1) for group in nested for r in group.values() if isinstance(r, dict)]
+    return sum(c for c in counts if isinstance(c, int) and not isinstance(c, bool)) or 1
+
+
+def _budgets(obj: dict[str, Any], config: Config, state: ClusterState) -> list[str]:
+    """PodDisruptionBudgets of the workload's namespace whose matchLabels select its pod templates."""
+    labels = [
+        (template.get("metadata") or {}).get("labels") or {}
+        for where, _ in config.workloads.pod_specs(obj)
+        for template in [_template_of(obj, where)]
+    ]
+    found = []
+    for budget in state.of("PodDisruptionBudget"):
+        wanted = ((budget.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+        if namespace_of(budget) != namespace_of(obj) or not isinstance(wanted, dict) or not wanted:
+            continue
+        if any(isinstance(have, dict) and all(have.get(k) == v for k, v in wanted.items()) for have in labels):
+            found.append(name_of(budget))
+    return sorted(found)
+
+
+def _template_of(obj: dict[str, Any], where: tuple[Any, ...]) -> dict[str, Any]:
+    """The pod template holding the pod spec at `where` (the path up to its `spec`), or the object."""
+    node: Any = obj
+    for part in where[:-1]:
+        node = node[part] if isinstance(node, (dict, list)) else None
+    return node if isinstance(node, dict) else obj
+
+
+def _workloads(state: ClusterState, config: Config, nodes: ClusterNodes, node_pools: dict[str, str]) -> list[Workload]:
+    kinds = sorted({kind for kind, *_ in KINDS if kind not in _NOT_WORKLOADS})
+    owners = _Owners(state, [*kinds, "Pod"])
+    objects = {_key(o): o for kind in [*kinds, "Pod"] for o in state.of(kind)}
+    placements = _placements(state, owners, objects, node_pools)
+    candidates = [o for kind in [*kinds, "Pod"] for o in state.of(kind) if owners.parent(o) is None]
     out = []
     for obj in candidates:
         requests = _requests(obj, config)
         if not requests:
             continue
-        kind, namespace, name = str(obj.get("kind")), namespace_of(obj), name_of(obj)
-        selector = _node_selector(obj, config)
+        kind, namespace, name = _key(obj)
         path, reasons = _evaluate(obj, config)
-        # where its pods run, else where its node selector lets them run
-        pools = sorted(placements.get((kind, namespace, name)) or _selectable(state, selector, node_pools))
+        can_land: dict[str, int] = defaultdict(int)
+        for node in landing(obj, config, nodes):
+            can_land[node_pools.get(node.name, NO_POOL)] += 1
+        # where its pods run, else where they can land
+        pools = sorted(placements.get((kind, namespace, name)) or can_land)
         counts = {k: str(v) for k, v in sorted(requests.items())}
-        out.append(Workload(kind, namespace, name, pools, counts, path, reasons))
+        workload = Workload(kind, namespace, name, pools, counts, path, reasons, dict(sorted(can_land.items())))
+        workload.replicas = _replicas(obj)
+        workload.budgets = _budgets(obj, config, state)
+        out.append(workload)
     return sorted(out, key=lambda w: (w.namespace, w.kind, w.name))
 
 
-def _quotas(state: ClusterState, config: Config) -> list[Quota]:
+def _quotas(state: ClusterState, config: Config, shared: dict[str, SharedDevices]) -> list[Quota]:
     out = []
     for kind in ("ResourceQuota", "ClusterQueue", "LimitRange"):
         for obj in state.of(kind):
@@ -314,9 +289,40 @@ def _quotas(state: ClusterState, config: Config) -> list[Quota]:
             problems = [f.message for f in result.findings if f.rule != "migration-path"]
             converted = result.object if result.changed and kind == "ResourceQuota" else None
             keys = sorted(_device_keys(obj, config))
+            if kind == "ResourceQuota":
+                problems += _share_quota_notes(keys, state, config, shared)
             if keys or problems:
                 out.append(Quota(kind, namespace_of(obj), name_of(obj), keys, problems, converted))
     return out
+
+
+def _share_quota_notes(
+    keys: list[str], state: ClusterState, config: Config, shared: dict[str, SharedDevices]
+) -> list[str]:
+    """What limits shares once they are claims: the claim quota evaluator charges a claim one device of its
+    class per share, and, where DRAExtendedResource is on, one `requests.<name>` of the name its class's
+    extendedResourceName maps (kubernetes pkg/quota/v1/evaluator/core/resource_claims.go,
+    setResourceQuantity, 1.35+)."""
+    notes = []
+    mapped = {c.name: name for name, classes in serving_classes(state.of("DeviceClass")).items() for c in classes}
+    for key in keys:
+        name = key.removeprefix("requests.").removeprefix("limits.")
+        share = shared.get(name)
+        spec = config.mappings.resolve(share.whole_name or name) if share and share.share_capacity else None
+        if not isinstance(spec, DeviceRequestSpec):
+            continue
+        device_class = spec.device_class_name
+        charged = config.target.release.quota_charges_extended_resource and mapped.get(device_class) == name
+        notes.append(
+            f"{key}: each share claim counts 1 of {device_class}.deviceclass.resource.k8s.io/devices"
+            + (
+                f" and 1 of {key} (DeviceClass {device_class} maps {name}, and {config.target}'s claim quota "
+                "charges a class's extendedResourceName): the quota keeps limiting shares one for one"
+                if charged
+                else f"; {key} no longer limits them (no DeviceClass {device_class} maps {name} on {config.target})"
+            )
+        )
+    return notes
 
 
 def _device_keys(obj: dict[str, Any], config: Config) -> Iterable[str]:
@@ -337,12 +343,16 @@ def _class_mappings(state: ClusterState) -> tuple[list[ClassMapping], dict[str, 
     return mappings, conflicts
 
 
-def _kueue(state: ClusterState, config: Config) -> dict[str, Any] | None:
+def _kueue(state: ClusterState, config: Config) -> tuple[dict[str, Any] | None, list[str]]:
     """Kueue's deviceClassMappings: each mapped name a ClusterQueue covers, to the DeviceClass its claims
-    use, so that the queue keeps charging converted pods (it reads them at start-up only)."""
+    use, so that the queue keeps charging converted pods (it reads them at start-up only); and why a name
+    gets none. Kueue accepts one resource per DeviceClass (pkg/config/validation.go,
+    validateDeviceClassMappings, kubernetes-sigs/kueue v0.20) and counts a class that has
+    extendedResourceName on its own (path separation, site/.../concepts/dynamic_resource_allocation.md):
+    such a class is never mapped."""
     queues = state.of("ClusterQueue")
     if not (queues or any(v.startswith("kueue.x-k8s.io/") for v in state.api_versions)):
-        return None
+        return None, []
     covered = sorted(
         {
             str(name)
@@ -351,12 +361,27 @@ def _kueue(state: ClusterState, config: Config) -> dict[str, Any] | None:
             for name in (group or {}).get("coveredResources") or []
         }
     )
-    mappings = []
+    extended = {c.name for classes in serving_classes(state.of("DeviceClass")).values() for c in classes}
+    by_class: dict[str, list[str]] = defaultdict(list)
     for name in covered:
         spec = config.mappings.resolve(name)
         if isinstance(spec, DeviceRequestSpec):
-            mappings.append({"name": name, "deviceClassNames": [spec.device_class_name]})
-    return {"resources": {"deviceClassMappings": mappings}}
+            by_class[spec.device_class_name].append(name)
+    mappings, warnings = [], []
+    for device_class, names in sorted(by_class.items()):
+        if device_class in extended:
+            warnings.append(
+                f"Kueue: DeviceClass {device_class} has extendedResourceName, so Kueue counts its pods by that "
+                f"name; it is not mapped for {', '.join(names)} (Kueue's path separation)"
+            )
+        elif len(names) > 1:
+            warnings.append(
+                f"Kueue: {', '.join(names)} all become claims of DeviceClass {device_class}, and Kueue maps a class "
+                f"to one resource: cover one name for it (a ClusterQueue quota per profile cannot be kept)"
+            )
+        else:
+            mappings.append({"name": names[0], "deviceClassNames": [device_class]})
+    return {"resources": {"deviceClassMappings": mappings}}, warnings
 
 
 def _amd_partition_warnings(state: ClusterState, config: Config) -> list[str]:
@@ -375,85 +400,96 @@ def _amd_partition_warnings(state: ClusterState, config: Config) -> list[str]:
     ]
 
 
-def moves_with_shares(pool: Pool) -> bool:
-    """Whether the DRA driver can hand out what the pool's device plugin shares: one number of shares."""
-    return all(s.dra_capacity for s in pool.sharing) and len({s.replicas for s in pool.sharing}) == 1
-
-
-def _steps(pools: list[Pool], workloads: list[Workload], has_kueue: bool) -> list[Step]:
-    kueue_step = " and Kueue's deviceClassMappings, then restart Kueue (it reads them at start-up)" if has_kueue else ""
-    steps = []
+def _steps(
+    pools: list[Pool],
+    workloads: list[Workload],
+    nodes: ClusterNodes,
+    shared: dict[str, SharedDevices],
+    prepare: list[Step],
+    warnings: list[str],
+) -> tuple[list[Step], list[Stage]]:
+    """The cutover: what every pool needs first, then each pool that moves, in batches, with the webhook
+    configuration of its stage; pools kept on the device plugin say why."""
+    served = [p for p in pools if p.stack in ("device-plugin", "both", "mixed")]
+    kept = {p.name: why_kept(p, workloads) for p in served}
+    moving = [p.name for p in served if kept[p.name] is None]
+    all_stages = stages(pools, moving, nodes, shared)
+    # over-admission first: the nodes served both ways count their devices twice
+    steps = [
+        Step(
+            pool.name,
+            f"stop the device plugin or the DRA driver on {', '.join(pool.both)} (label the nodes so one "
+            "DaemonSet no longer selects them)",
+            "the nodes advertise the devices one way only: allocatable has no mapped name, or no "
+            "ResourceSlice names the node",
+            "restore the label (the devices are then counted twice again: do not leave it so)",
+        )
+        for pool in pools
+        if pool.stack == "both"
+    ]
+    steps += prepare
+    steps.append(
+        Step(
+            "(all)",
+            f"webhook: serve with {all_stages[0].file} (mode enforce): it converts a name only for pods that cannot "
+            "land on a node still on the device plugin",
+            "`dra-migrate serve` is Ready; a new GPU pod that can land on a device-plugin node is admitted unchanged",
+            "serve with the configuration the webhook had before (or remove its MutatingWebhookConfiguration)",
+        )
+    )
+    by_name = nodes.by_name()
     for pool in pools:
-        moving = [w for w in workloads if pool.name in w.pools and w.path in ("claims", "kep-5004")]
-        blocked = [w for w in workloads if pool.name in w.pools and w.path == "blocked"]
-        if pool.stack == "both":
+        if pool.name not in kept:
+            continue
+        why = kept[pool.name]
+        if why is not None:
+            blocked = [w for w in workloads if pool.name in w.pools and w.path == "blocked"]
             steps.append(
                 Step(
                     pool.name,
-                    f"stop the device plugin or the DRA driver on {', '.join(pool.both)} (label the nodes so one "
-                    "DaemonSet no longer selects them)",
-                    "the nodes advertise the devices one way only: allocatable has no mapped name, or no "
-                    "ResourceSlice names the node",
-                )
-            )
-        if pool.stack not in ("device-plugin", "both", "mixed"):
-            continue
-        if pool.sharing and not moves_with_shares(pool):
-            names = ", ".join(sorted({s.advertised for s in pool.sharing}))
-            why = "; ".join(sorted({s.dra for s in pool.sharing if not s.dra_capacity})) or (
-                "its devices are shared in different numbers, and the driver takes one number per node"
-            )
-            steps.append(
-                Step(
-                    pool.name,
-                    f"keep this pool on the device plugin: it shares {names}, and what requests it here is a share "
-                    f"({why})" + (f"; {len(blocked)} workload(s) run here" if blocked else ""),
-                    "nothing to check: this pool is not moved by this plan",
+                    f"keep this pool on the device plugin: {why}"
+                    + (f"; {len(blocked)} workload(s) run here" if blocked else ""),
+                    "nothing to check: this pool is not moved by this plan, and every webhook stage keeps its names "
+                    "for pods that can land here",
+                    "nothing to undo",
                 )
             )
             continue
-        install = "install the DRA driver's kubelet plugin on the pool"
-        installed = "`kubectl get resourceslices` lists every node of the pool with its devices"
-        if pool.sharing:
-            replicas = pool.sharing[0].replicas
-            install += f" handing out shares (plan --write: {driver_values_file(pool.name)}: {settings_text(replicas)})"
-            installed += f", each with allowMultipleAllocations: true and capacity {SHARES_CAPACITY}: {replicas}"
-        steps += [
+        index = moving.index(pool.name) + 1
+        steps += pool_steps(pool, workloads, by_name, all_stages[index], all_stages[index - 1], warnings)
+    return steps, all_stages
+
+
+def _prepare(has_kueue: bool, classes: bool, quotas: bool) -> list[Step]:
+    steps = []
+    if classes:
+        steps.append(
             Step(
-                pool.name,
-                "cordon the pool's nodes and drain its GPU pods (or wait for them to finish)",
-                f"no pod requesting {', '.join(sorted(pool.device_plugin)) or 'a mapped device'} runs on the pool",
-            ),
-            Step(
-                pool.name,
-                "label the nodes so the device-plugin DaemonSet no longer selects them",
-                "node allocatable lists no mapped device name",
-            ),
-            Step(pool.name, install, installed),
-            Step(
-                pool.name,
+                "(all)",
                 "apply the DeviceClasses (plan --write: deviceclasses.yaml)",
                 "`kubectl get deviceclasses` shows them, each extendedResourceName once",
-            ),
+                "`kubectl delete -f deviceclasses.yaml`",
+            )
+        )
+    if quotas:
+        steps.append(
             Step(
-                pool.name,
-                "apply the converted quotas (plan --write: quotas.yaml)" + kueue_step,
+                "(all)",
+                "apply the converted quotas (plan --write: quotas.yaml)",
                 "`kubectl describe quota` shows the per-class keys with their usage",
-            ),
+                "apply the quotas as they were (the per-class keys limit nothing on the device plugin)",
+            )
+        )
+    if has_kueue:
+        steps.append(
             Step(
-                pool.name,
-                f"switch the webhook from audit to enforce (plan --write: webhook-config.yaml); {len(moving)} "
-                "workload(s) move"
-                + (
-                    "; the webhook decides the shared names from webhook-config.yaml's sharedDevices (a pod's "
-                    "nodeSelector against the pools' labels), as `convert --cluster --consumable-shares` does"
-                    if pool.sharing
-                    else ""
-                ),
-                "a new GPU pod of the pool gets a claim and is allocated",
-            ),
-            Step(pool.name, "uncordon the nodes", "every moved workload's pods are Running with allocated claims"),
-        ]
+                "(all)",
+                "merge kueue-config.yaml's deviceClassMappings into Kueue's configuration, then restart Kueue (it "
+                "reads them at start-up)",
+                "Kueue's controller is Ready and its log shows no configuration error",
+                "remove the mappings and restart Kueue",
+            )
+        )
     return steps
 
 
@@ -464,24 +500,32 @@ def _sees_pods(configuration: dict[str, Any]) -> bool:
 
 def build_plan(
     state: ClusterState, base: Config, pool_label: str | None = None, consumable_shares: bool = False
-) -> tuple[Plan, dict[str, SharedDevices]]:
-    """The plan, and the names the cluster shares (for `--write`'s webhook configuration). `base`: the
+) -> tuple[Plan, list[Stage]]:
+    """The plan, and the webhook's configuration at each stage of the cutover (for `--write`). `base`: the
     configuration for the target release, before the cluster's knowledge is added; `consumable_shares`:
     the DRA driver will hand out the shares of the device plugin's time-sliced pools."""
-    plugins = device_plugins(state)
-    shared = shared_names(state, plugins, base.target, consumable_shares)
+    nodes = cluster_nodes(state, base.mappings.resolve)
+    shared = shared_names(nodes, base.target, consumable_shares)
     with_classes = served_config(state, base)
     config = with_shared_devices(with_classes, shared)
-    pools, errors = _pools(state, plugins, config, base, pool_label, consumable_shares)
+    pools, errors = _pools(nodes, config, pool_label, consumable_shares)
     node_pools = {node: pool.name for pool in pools for node in pool.nodes}
-    workloads = _workloads(state, config, node_pools)
+    workloads = _workloads(state, config, nodes, node_pools)
     classes, conflicts = _class_mappings(state)
     served = {c.extended_resource_name for c in classes}
     unmapped = sorted({n for w in workloads for n in w.requests if w.path == "claims" and n not in served})
-    warnings = [problem for source in plugins.nvidia for problem in source.problems]
+    warnings = list(nodes.warnings)
+    classes_served = config.target.feature_enabled(EXTENDED_RESOURCE_GATE)
+    if not classes_served and any(pool.device_plugin for pool in pools):
+        warnings.append(
+            f"no DeviceClass with extendedResourceName is written for {config.target}: its API drops the field "
+            f"unless the alpha gate {EXTENDED_RESOURCE_GATE} is on (kube-apiserver and kube-scheduler), and a "
+            "class without it maps no name; converted pods use the driver's own classes"
+        )
     warnings += _amd_partition_warnings(state, config)
     warnings += [f"{n} is served by {', '.join(c)}: the scheduler picks {c[0]}" for n, c in sorted(conflicts.items())]
-    kueue = _kueue(state, base)
+    kueue, kueue_warnings = _kueue(state, base)
+    warnings += kueue_warnings
     webhooks = sorted(
         name_of(w)
         for w in state.of("MutatingWebhookConfiguration")
@@ -489,6 +533,9 @@ def build_plan(
             "pods" in str(rule.get("resources")) for hook in w.get("webhooks") or [] for rule in hook.get("rules") or []
         )
     )
+    quotas = _quotas(state, with_classes, shared)  # quotas charge every pod, shared or not
+    prepare = _prepare(kueue is not None, classes_served, any(q.converted for q in quotas))
+    steps, stages_ = _steps(pools, workloads, nodes, shared, prepare, warnings)
     resource_api = sorted(v.split("/", 1)[1] for v in state.api_versions if v.startswith("resource.k8s.io/"))
     plan = Plan(
         cluster=state.source,
@@ -500,11 +547,11 @@ def build_plan(
         class_conflicts=conflicts,
         unmapped=unmapped,
         workloads=workloads,
-        quotas=_quotas(state, with_classes),  # quotas charge every pod, shared or not
+        quotas=quotas,
         kueue=kueue,
         webhooks=webhooks,
-        steps=_steps(pools, workloads, kueue is not None),
+        steps=steps,
         errors=errors,
         warnings=warnings,
     )
-    return plan, shared
+    return plan, stages_

@@ -76,7 +76,7 @@ def run_plan(args: argparse.Namespace) -> int:
         return fail("plan", str(exc))
     except OSError as exc:
         return fail("plan", f"{exc.filename or args.snapshot}: {exc.strerror or exc}")
-    plan, shared = build_plan(state, config, args.pool_label, args.consumable_shares)
+    plan, stages = build_plan(state, config, args.pool_label, args.consumable_shares)
     if args.report == "json":
         report = json.dumps(plan.to_json(), indent=2, sort_keys=False) + "\n"
     elif args.report == "html":
@@ -85,7 +85,7 @@ def run_plan(args: argparse.Namespace) -> int:
         report = render_text(plan)
     try:
         if args.write is not None:
-            _write_files(args.write, manifests(plan, config, shared))
+            _write_files(args.write, manifests(plan, config, stages))
         if args.report_file:
             Path(args.report_file).write_text(report, encoding="utf-8")
         else:

@@ -76,8 +76,16 @@ def render_html(plan: Plan) -> str:
             ["DRA devices", e(", ".join(f"{k}: {v}" for k, v in sorted(pool.dra.items())) or "-")],
             [
                 "sharing",
-                e("; ".join(f"{s.advertised} {s.strategy} x{s.replicas}: {s.dra}" for s in pool.sharing) or "none"),
+                e(
+                    "; ".join(
+                        f"{s.advertised}: {s.strategy}, {s.replicas} replicas, on {len(s.nodes)} node(s); "
+                        f"in DRA: {s.dra}"
+                        for s in pool.sharing
+                    )
+                    or "none"
+                ),
             ],
+            ["MIG single", e(", ".join(f"{n}: {p}" for n, p in sorted(pool.mig_single.items())) or "none")],
             ["served both ways", e(", ".join(pool.both) or "none")],
             ["workloads", e(", ".join(f"{w.kind} {w.namespace}/{w.name}: {w.path}" for w in workloads) or "none")],
         ]
@@ -103,12 +111,59 @@ def render_html(plan: Plan) -> str:
         _table(
             ["object", "device keys", "after the cutover"],
             [
-                [e(f"{q.kind} {q.namespace}/{q.name}"), e(", ".join(q.keys)), "<br>".join(e(p) for p in q.problems)]
+                [
+                    e(f"{q.kind} {_where(q.namespace, q.name)}"),
+                    e(", ".join(q.keys)),
+                    "<br>".join(e(p) for p in q.problems),
+                ]
                 for q in plan.quotas
             ],
         )
     )
+    out.append("<h2>DeviceClasses with extendedResourceName</h2>")
+    out.append(
+        _table(
+            ["DeviceClass", "extendedResourceName", "chosen by the scheduler"],
+            [
+                [
+                    e(m.device_class),
+                    e(m.extended_resource_name),
+                    "yes" if m.serves else "no: another class serves the name",
+                ]
+                for m in plan.device_classes
+            ],
+        )
+        if plan.device_classes
+        else "<p>None.</p>"
+    )
+    if plan.unmapped:
+        out.append(f"<p>Names workloads use that no class maps: {e(', '.join(plan.unmapped))}</p>")
+    if plan.kueue is not None:
+        mappings = plan.kueue["resources"]["deviceClassMappings"]
+        out.append(
+            f"<h2>Kueue</h2><p>Add {len(mappings)} deviceClassMappings to its configuration, then restart it.</p>"
+        )
+        out.append(
+            _table(
+                ["resource", "DeviceClasses"],
+                [[e(m["name"]), e(", ".join(m["deviceClassNames"]))] for m in mappings],
+            )
+        )
+    if plan.webhooks:
+        out.append(f"<h2>Other mutating webhooks that see pods</h2><p>{e(', '.join(plan.webhooks))}</p>")
     out.append("<h2>Cutover</h2><ol>")
-    out += [f"<li><b>{e(s.pool)}</b>: {e(s.action)}<br><i>check:</i> {e(s.check)}</li>" for s in plan.steps]
+    out += [
+        f"<li><b>{e(s.pool)}</b>: {e(s.action)}<br><i>check:</i> {e(s.check)}"
+        + (f"<br><i>undo:</i> {e(s.undo)}" if s.undo else "")
+        + "</li>"
+        for s in plan.steps
+    ]
+    if not plan.steps:
+        out.append("<li>nothing to move</li>")
     out.append("</ol></body></html>")
     return "\n".join(out) + "\n"
+
+
+def _where(namespace: str, name: str) -> str:
+    """`ns/name`, or the name of a cluster-scoped object (a ClusterQueue)."""
+    return f"{namespace}/{name}" if namespace else name

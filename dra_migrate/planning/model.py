@@ -31,6 +31,10 @@ class Pool:
     sharing: list[SharedResource] = field(default_factory=list)
     gpus: dict[str, int] = field(default_factory=dict)  # physical devices by stack, for the chart
     label: dict[str, str] = field(default_factory=dict)  # the node label that names the pool
+    # labels that select exactly the pool's sharing nodes (the DRA driver's nodeSelector); {} when none do
+    share_selector: dict[str, str] = field(default_factory=dict)
+    drivers: list[str] = field(default_factory=list)  # the DRA drivers its device-plugin names map to
+    mig_single: dict[str, str] = field(default_factory=dict)  # node -> the MIG profile its nvidia.com/gpu are
 
 
 @dataclass
@@ -49,6 +53,9 @@ class Workload:
     requests: dict[str, str]  # mapped name -> count (per container, summed)
     path: str  # kep-5004, claims, blocked, kept
     reasons: list[str]
+    can_land: dict[str, int] = field(default_factory=dict)  # pool -> schedulable nodes its pods can land on
+    replicas: int = 1  # pods it runs (spec.replicas, parallelism, the replica specs' sum)
+    budgets: list[str] = field(default_factory=list)  # PodDisruptionBudgets that select its pods
 
 
 @dataclass
@@ -63,9 +70,10 @@ class Quota:
 
 @dataclass
 class Step:
-    pool: str
+    pool: str  # "(all)" for what every pool needs first
     action: str
     check: str
+    undo: str = ""  # back to the device plugin
 
 
 @dataclass

@@ -61,6 +61,8 @@ def render_text(plan: Plan) -> str:
         mappings = plan.kueue["resources"]["deviceClassMappings"]
         lines.append("")
         lines.append(f"Kueue: add {len(mappings)} deviceClassMappings to its configuration, then restart it")
+        for mapping in mappings:
+            lines.append(f"  {mapping['name']} -> {', '.join(mapping['deviceClassNames'])}")
     if plan.webhooks:
         lines.append("")
         lines.append(f"Other mutating webhooks that see pods: {', '.join(plan.webhooks)}")
@@ -69,6 +71,8 @@ def render_text(plan: Plan) -> str:
     for number, step in enumerate(plan.steps, 1):
         lines.append(f"  {number}. [{step.pool}] {step.action}")
         lines.append(f"     check: {step.check}")
+        if step.undo:
+            lines.append(f"     undo: {step.undo}")
     if not plan.steps:
         lines.append("  nothing to move")
     return "\n".join(lines) + "\n"

@@ -8,10 +8,11 @@ from typing import Any
 
 import yaml
 
+from dra_migrate.cluster.nvidiadra import driver_values, driver_values_file
 from dra_migrate.engine import Config, DeviceRequestSpec, SharedDevices, build_device_class, convert
-from dra_migrate.planning.build import moves_with_shares
+from dra_migrate.engine.strategy import EXTENDED_RESOURCE_GATE
+from dra_migrate.planning.cutover import Stage, moves_with_shares
 from dra_migrate.planning.model import Plan
-from dra_migrate.planning.nvidiadra import driver_values, driver_values_file
 
 DEVICE_CLASSES = "deviceclasses.yaml"
 QUOTAS = "quotas.yaml"
@@ -27,6 +28,8 @@ def device_classes(plan: Plan, config: Config) -> list[dict[str, Any]]:
     """A DeviceClass with extendedResourceName for every mapped name the cluster's nodes advertise or its
     workloads request, that no DeviceClass serves yet; shared names excluded. One per MIG profile,
     since each profile is its own name."""
+    if not config.target.feature_enabled(EXTENDED_RESOURCE_GATE):
+        return []  # the release drops extendedResourceName unless its alpha gate is on (plan warns)
     served = {m.extended_resource_name for m in plan.device_classes}
     names = {n for pool in plan.pools for n in pool.device_plugin} | {n for w in plan.workloads for n in w.requests}
     out = []
@@ -70,6 +73,8 @@ def shared_entry(name: str, devices: SharedDevices) -> dict[str, Any]:
         entry["shareCapacity"] = devices.share_capacity
     if devices.whole_name:
         entry["wholeResource"] = devices.whole_name
+    if devices.converts_as:
+        entry["convertsAs"] = devices.converts_as
     return entry
 
 
@@ -78,7 +83,7 @@ def _unique_label_sets(nodes: Sequence[Mapping[str, str]]) -> list[dict[str, str
     return [dict(labels) for labels in sorted(unique)]
 
 
-def manifests(plan: Plan, config: Config, shared: dict[str, SharedDevices]) -> dict[str, str]:
+def manifests(plan: Plan, config: Config, stages: list[Stage]) -> dict[str, str]:
     files: dict[str, str] = {}
     classes = device_classes(plan, config)
     if classes:
@@ -91,24 +96,34 @@ def manifests(plan: Plan, config: Config, shared: dict[str, SharedDevices]) -> d
             [plan.kueue], "merge into Kueue's Configuration (kueue-manager-config), then restart Kueue"
         )
     for pool in plan.pools:
-        if pool.sharing and moves_with_shares(pool):
+        if pool.sharing and moves_with_shares(pool) and pool.share_selector:
             replicas = pool.sharing[0].replicas
             files[driver_values_file(pool.name)] = _dump_all(
-                [driver_values(replicas, pool.label)],
+                [driver_values(replicas, pool.share_selector)],
                 f"Helm values for the NVIDIA DRA driver (dra-driver-nvidia-gpu 0.5+) on pool {pool.name}: its "
                 f"kubelet plugin hands out each GPU as {replicas} shares, as the device plugin's "
-                f"{pool.sharing[0].strategy} does"
-                + ("" if pool.label else "; put the pool's nodes in kubeletPlugin.nodeSelector"),
+                f"{pool.sharing[0].strategy} does, on the nodes whose device plugin config shares them",
             )
+    for stage in stages:
+        files[stage.file] = _webhook_config(plan, stage.shared, stage.moved)
+    files[WEBHOOK] = _webhook_config(plan, stages[-1].shared if stages else {}, stages[-1].moved if stages else ())
+    return files
+
+
+def _webhook_config(plan: Plan, shared: dict[str, SharedDevices], moved: Sequence[str]) -> str:
     webhook: dict[str, Any] = {"targetVersion": plan.target}
     if shared:
-        # the webhook reads no nodes: it decides from a pod's nodeSelector against these label sets,
-        # as `convert --cluster` does; re-run plan --write when the pools change
-        webhook["sharedDevices"] = [shared_entry(name, devices) for name, devices in sorted(shared.items())]
+        # the webhook reads no nodes: it decides from a pod's nodeSelector, nodeName and required node affinity
+        # against these label sets, as `convert --cluster` does; re-run plan --write when the pools change
+        webhook["sharedDevices"] = [
+            shared_entry(name, entry)
+            for name, devices in sorted(shared.items())
+            for entry in (devices._replace(more=()), *devices.more)
+        ]
     header = (
-        "dra-migrate configuration for this cluster (serve --config, convert --config): the names the device "
-        "plugin shares, on which nodes, and how a pod that selects them converts; re-run `plan --write` when "
-        "node pools or the device plugin's configuration change"
+        "dra-migrate configuration for this cluster (serve --config, convert --config)"
+        + (f" once pools {', '.join(moved)} are on DRA" if moved else " before any pool moves")
+        + ": the names the device plugin shares or still serves, on which nodes, and how a pod that can land "
+        "there converts; re-run `plan --write` when node pools or the device plugin's configuration change"
     )
-    files[WEBHOOK] = _dump_all([webhook], header)
-    return files
+    return _dump_all([webhook], header)

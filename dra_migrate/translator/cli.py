@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from dra_migrate.subcommands import Subcommands
 
+from dra_migrate.translator.formats import REPORT_KINDS
+
 OUTPUT_FORMATS = ("yaml", "json")
 PLACEMENTS = ("kustomization", "per-file")
 
@@ -78,14 +80,18 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--report",
-        choices=("text", "json", "none"),
-        help="details on stderr: text (default on a terminal), json, or none (default in a pipe); "
-        "errors and a one-line summary are always printed",
+        choices=REPORT_KINDS,
+        help="details on stderr, or in --report-file: text (default on a terminal), json, sarif (GitHub code "
+        "scanning), junit (GitLab and Jenkins test reports), github (workflow annotations), markdown (a job "
+        "summary or merge-request comment), or none (default in a pipe); every finding names its file and line; "
+        "errors and a one-line summary are always printed, except that a report other than text on stderr is the "
+        "whole of stderr",
     )
     parser.add_argument(
         "--report-file",
         metavar="PATH",
-        help="write the report to PATH instead of stderr (json when PATH ends in .json, else text)",
+        help="write the report to PATH instead of stderr; without --report its format follows the extension: "
+        ".sarif or .sarif.json sarif, .json json, .xml junit, .md markdown, anything else text",
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="print errors only: no warnings, summary, progress")
     parser.add_argument(
@@ -112,9 +118,22 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
         "--no-verify-render",
         dest="verify_render",
         action="store_false",
-        help="do not build kustomization roots with kustomize before and after converting them (by default, "
-        "when kustomize or kubectl is installed, a root whose rendered containers would get other devices "
-        "is an error and none of its files is written)",
+        help="do not build kustomization roots with kustomize before and after converting them (by default "
+        "every root of the repository that renders from a changed file is built: one whose render is not the "
+        "conversion of its render before, or that cannot be built, is an error and none of its files is "
+        "written); the summary says how many roots were written unverified",
+    )
+    parser.add_argument(
+        "--repository",
+        metavar="DIR",
+        help="the repository whose kustomization roots are verified (default: the git work tree holding the "
+        "paths, else their common directory); every root that renders from a changed file is built",
+    )
+    parser.add_argument(
+        "--enable-exec",
+        action="store_true",
+        help="let render verification run exec KRM functions and plugins (kustomize --enable-alpha-plugins "
+        "--enable-exec); a root that needs them is otherwise refused",
     )
     parser.add_argument(
         "--max-file-size",

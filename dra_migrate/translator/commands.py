@@ -86,11 +86,13 @@ def run_convert(args: argparse.Namespace) -> int:
         if unit in broken:
             why = f"{broken[unit]}, whose templates it would hold, has errors: a unit is written whole or not at all"
             run.withdraw([*template_results, *waiting], why)
+            _keep_as_it_was(run, waiting, writer)
             continue
         failed = next((r for r in template_results if r.has_errors), None)
         if failed is not None:
             where = failed.source.display
             run.withdraw(waiting, f"the templates it would reference go to {where}, which could not be written")
+            _keep_as_it_was(run, waiting, writer)
             continue
         ready[:0] = template_results
         ready.extend(waiting)
@@ -98,7 +100,9 @@ def run_convert(args: argparse.Namespace) -> int:
         ready.extend(waiting)
     run.repository.complete_patches(ready)
     if verifying:
-        ready = _verified(run, ready)
+        ready = _verified(run, ready, writer)
+    elif to_files:
+        run.repository.say_not_verified(_changes(ready))
     for result in ready:
         if run.side.templates_path is not None and result.source.path == run.side.templates_path:
             if result.changed:  # the templates file is written where it was named, in every mode
@@ -121,37 +125,55 @@ def _changes(results: Iterable[FileResult]) -> dict[Path, str]:
     return {r.source.path.resolve(): r.text for r in results if r.changed and r.source.path is not None}
 
 
-def _verified(run: Run, ready: list[FileResult]) -> list[FileResult]:
-    """The files to write once every kustomization root they feed renders the same devices."""
+def _verified(run: Run, ready: list[FileResult], writer: StdoutWriter | JsonWriter | None = None) -> list[FileResult]:
+    """The files to write once every kustomization root they render into is verified. A refused root
+    withholds exactly the files that render into it, and so on through the graph: a root that renders
+    from a withheld file would render half a conversion, so its files are withheld too."""
     failed = run.repository.failed_roots(_changes(ready))
     if not failed:
         return ready
-    # A root that renders from a file that is not written is not written either: an overlay whose
-    # base stays as it was must not get its converted patches (and so on, up the graph).
-    from dra_migrate.translator.verify import render_directories
-
-    directories = {k.path: render_directories(run.index, k) for k in run.index.known()}
+    graph = run.repository.graph
     paths = {id(r): r.source.path.resolve() for r in ready if r.source.path is not None}
-
-    def renders_from(kustomization: Kustomization, path: Path) -> bool:
-        return any(path.is_relative_to(d) for d in directories.get(kustomization.path, ()))
-
-    blocking = [check.kustomization for check in failed]
+    blocking: dict[Path, Kustomization] = {c.kustomization.path: c.kustomization for c in failed}
+    withheld: set[Path] = set()
     while True:
-        withdrawn_paths = [p for p in paths.values() if any(renders_from(k, p) for k in blocking)]
-        more = [k for k in run.index.known() if k not in blocking and any(renders_from(k, p) for p in withdrawn_paths)]
+        reached = set().union(*(graph.renders_from(k) for k in blocking.values()))
+        withheld = {p for p in paths.values() if p in reached}
+        more = [k for k in graph.roots_rendering(withheld) if k.path not in blocking]
         if not more:
             break
-        blocking += more
+        blocking.update((k.path, k) for k in more)
     keep: list[FileResult] = []
     withdrawn: list[FileResult] = []
     for result in ready:
-        path = paths.get(id(result))
-        blocked = path is not None and any(renders_from(k, path) for k in blocking)
-        (withdrawn if blocked else keep).append(result)
+        (withdrawn if paths.get(id(result)) in withheld else keep).append(result)
+    keep, withdrawn = _single_templates_file(run, keep, withdrawn)
     why = "a kustomization that renders it cannot be converted whole (its render-mismatch or patch-not-converted)"
     run.withdraw(withdrawn, why)
+    if writer is not None:
+        _keep_as_it_was(run, withdrawn, writer)
     return keep
+
+
+def _single_templates_file(
+    run: Run, keep: list[FileResult], withdrawn: list[FileResult]
+) -> tuple[list[FileResult], list[FileResult]]:
+    """--templates-file is withheld with the last file that needs it: a refused run creates none."""
+    path = run.side.templates_path
+    if path is None or any(run.side.unit_of.get(r.source.path) == path for r in keep if r.source.path is not None):
+        return keep, withdrawn
+    held = [r for r in keep if r.source.path == path]
+    return [r for r in keep if r.source.path != path], [*withdrawn, *held]
+
+
+def _keep_as_it_was(run: Run, results: Iterable[FileResult], writer: StdoutWriter | JsonWriter) -> None:
+    """--output-dir holds every input file: one that is not converted is copied as it was."""
+    if not run.args.output_dir:
+        return
+    for result in results:
+        path = result.source.path
+        if path is not None and path.is_file() and path != run.side.templates_path:
+            emit(run, FileResult(result.source, result.original, result.original), writer)
 
 
 def _chain(first: Iterable[FileResult], then: Any) -> Iterator[FileResult]:
@@ -170,7 +192,7 @@ def run_diff(args: argparse.Namespace) -> int:
     changes = False
     # Over kustomizations, patches are completed from their bases and renders verified before the
     # diff is printed: changed files are held. Otherwise each diff goes out as it comes.
-    holding = bool(run.index.known())
+    holding = bool(run.index.known()) or run.repository.has_roots()
     changed: list[FileResult] = []
     for result in _chain(run.results(), run.side.template_files):
         if result.changed:
@@ -184,6 +206,8 @@ def run_diff(args: argparse.Namespace) -> int:
         if run.repository.holds_writes():
             # what convert would not write (a root whose render is not its conversion) is no change
             changed = _verified(run, changed)
+        else:
+            run.repository.say_not_verified(_changes(changed))
         for result in changed:
             _write_diff(result.source.display, result.original, result.text, colour)
     if args.device_classes:

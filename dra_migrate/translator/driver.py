@@ -83,9 +83,12 @@ class Run:
         target = args.target_version or (cluster.minor_release if cluster is not None else None)
         config = load_config(args.config, target)
         if cluster is not None:  # its DeviceClasses decide KEP-5004; the names it shares are never claimed
-            from dra_migrate.planning.build import cluster_config
+            from dra_migrate.cluster.knowledge import cluster_config, knowledge_gaps
+            from dra_migrate.cluster.nodes import cluster_nodes
 
             config = cluster_config(cluster, config, args.consumable_shares)
+            for gap in knowledge_gaps(cluster, cluster_nodes(cluster, config.mappings.resolve)):
+                print(f"dra-migrate: warning: cluster: {gap}", file=sys.stderr)
         if args.strategy:
             config = with_strategy(config, args.strategy)
         # limits.MAX_DEPTH levels of nesting through recursive walks (Python 3.11 frames are cheap)
@@ -102,6 +105,7 @@ class Run:
         self.registry = TemplateRegistry()  # DeviceClasses; templates too for the stream and single placements
         self.names = InputNames(common_base(args.paths))
         self.index = KustomizationIndex(self.names)
+        self.top = self._repository_top(args)
         self.existing: dict[Path, set[TemplateKey]] = {}  # templates each input file already holds
         self.trainjob_overrides: list[Override] = []
         self._prepass()
@@ -134,6 +138,22 @@ class Run:
         self.side = SideFiles(self)  # templates files, kustomization edits, --device-classes
         self.repository = Repository(self)  # overlays, render verification, Helm charts
 
+    def _repository_top(self, args: argparse.Namespace) -> Path | None:
+        """The repository the inputs belong to (translator.graph); None for stdin alone."""
+        from dra_migrate.translator.graph import repository_top
+
+        typed = [Path(p) for p in args.paths if p != "-"]
+        if not typed:
+            return None
+        named = getattr(args, "repository", None)
+        directories = [self.names.resolved(p if p.is_dir() else p.parent) for p in typed]
+        return repository_top(directories, Path(named) if named else None)
+
+    def owner_stop(self, source: Source) -> Path | None:
+        """How far up a file's owning kustomization is looked for: its directory argument, or for a file
+        named directly (the staged files pre-commit passes) the repository's top."""
+        return source.root if source.root is not None else self.top
+
     def _read_stdin(self) -> str:
         try:
             return read_stdin(self.limit)
@@ -161,6 +181,8 @@ class Run:
         for source in self.sources():
             if source.path is not None and source.path.name in FILE_NAMES:
                 self.index.at(source.path.parent)
+            elif source.path is not None and source.root is None and self.top is not None:
+                self.index.owner(source.path, self.top)  # a named file's kustomization is the run's too
             try:
                 objects = _objects(self._read(source))
             except (OSError, UnicodeDecodeError, InputTooLargeError):
@@ -202,8 +224,9 @@ class Run:
         if self.placement in ("stream", "single"):
             return self.registry, self.options, None
         owner = None
-        if self.placement != "single" and source.path is not None and source.root is not None:
-            owner = self.index.owner(source.path, source.root)
+        stop = self.owner_stop(source)
+        if self.placement != "single" and source.path is not None and stop is not None:
+            owner = self.index.owner(source.path, stop)
             # per-file: a patch file holds only the patch (kustomize refuses other documents in it)
             if self.placement == "per-file" and owner is not None and source.path.resolve() not in owner.patches:
                 owner = None
@@ -235,6 +258,8 @@ class Run:
     def local(self, source: Source) -> bool:
         if source.path is None or source.is_json or source.path in self._streams or not source.path.is_file():
             return True
+        if source.path.name in FILE_NAMES:  # read here: kustomize also reads one with a byte-order mark
+            return True
         return self._patch_file(source) is not None  # its rewrite was planned here (translator.patchplan)
 
     def _patch_file(self, source: Source) -> PatchFile | None:
@@ -247,7 +272,14 @@ class Run:
             result = FileResult(source, "", "")
             result.skipped = f"{exc.strerror}: not read"
             return result
-        except (OSError, UnicodeDecodeError, InputTooLargeError) as exc:
+        except UnicodeDecodeError as exc:
+            result = FileResult(source, "", "")
+            if source.path is not None and self._bom_kustomization(source.path):
+                result.skipped = "a kustomization file with a byte-order mark (no objects to convert)"
+            else:
+                result.error = read_error(exc)
+            return result
+        except (OSError, InputTooLargeError) as exc:
             result = FileResult(source, "", "")
             result.error = read_error(exc)
             return result
@@ -267,6 +299,11 @@ class Run:
             return result
         refuse_overridden(result, self.trainjob_overrides)
         return self.side.settle(result, owner)
+
+    def _bom_kustomization(self, path: Path) -> bool:
+        """A kustomization kustomize reads though it is not plain UTF-8 (UTF-16, say)."""
+        kustomization = self.index.read(path.parent) if path.name in FILE_NAMES else None
+        return kustomization is not None and kustomization.path == path.resolve()
 
     def place(self, result: FileResult) -> FileResult:
         registry, options, owner = self._unit(result.source)

@@ -15,23 +15,24 @@ from typing import Any, NamedTuple
 
 import yaml
 
-from dra_migrate.translator.inputs import read_file
+from dra_migrate.translator.inputs import MAX_FILE_BYTES, InputTooLargeError
 from dra_migrate.translator.naming import InputNames
 from dra_migrate.translator.yamltext import kubeyaml
 
 FILE_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 TEMPLATES_FILE = "dra-migrate-templates.yaml"
-_PATH_LISTS = ("resources", "components", "bases", "patchesStrategicMerge")
+_PATH_LISTS = ("resources", "components", "bases", "patchesStrategicMerge", "transformers", "generators", "validators")
 _PATCH_LISTS = ("patches", "patchesJson6902")
 
 
 class Kustomization:
-    __slots__ = ("data", "directories", "files", "patches", "path", "remote", "rewritten", "text")
+    __slots__ = ("data", "directories", "encoding", "files", "patches", "path", "remote", "rewritten", "text")
 
-    def __init__(self, path: Path, data: dict[str, Any], text: str) -> None:
+    def __init__(self, path: Path, data: dict[str, Any], text: str, encoding: str = "utf-8") -> None:
         self.path = path  # the kustomization file
         self.data = data
         self.text = text
+        self.encoding = encoding  # as kustomize reads it: UTF-8, UTF-8 with a BOM, or UTF-16 with one
         self.rewritten: str | None = None  # its text with inline patches converted (translator.patchplan)
         self.files: set[Path] = set()  # resolved files it lists (resources and patches)
         self.patches: set[Path] = set()  # those of them it lists as patches
@@ -76,7 +77,8 @@ def _entries(data: dict[str, Any]) -> list[tuple[str, bool]]:
     for key in _PATH_LISTS:
         values = data.get(key)
         if isinstance(values, list):
-            out.extend((v, key == "patchesStrategicMerge") for v in values if isinstance(v, str))
+            # an inline string entry (a whole transformer config) is no path
+            out.extend((v, key == "patchesStrategicMerge") for v in values if isinstance(v, str) and "\n" not in v)
     for key in _PATCH_LISTS:
         values = data.get(key)
         for patch in values if isinstance(values, list) else ():
@@ -85,15 +87,44 @@ def _entries(data: dict[str, Any]) -> list[tuple[str, bool]]:
     return [(entry, patch) for entry, patch in out if "://" not in entry and not entry.startswith("git@")]
 
 
+_BOMS = ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))
+
+
+def decode_kustomization(data: bytes) -> tuple[str, str]:
+    """(text, encoding) as kustomize decodes a kustomization file: UTF-8, or by its byte-order mark."""
+    for mark, encoding in _BOMS:
+        if data.startswith(mark):
+            return data.decode(encoding), encoding
+    return data.decode("utf-8"), "utf-8"
+
+
+def read_kustomization(path: Path) -> tuple[str, str]:
+    with path.open("rb") as handle:
+        data = handle.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise InputTooLargeError(f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")
+    return decode_kustomization(data)
+
+
 class KustomizationIndex:
-    """Kustomization files found next to and above input files, read once each."""
+    """Kustomization files read once each: those next to and above input files and those they pull in
+    (`known`: the run's own), and, through `every` (translator.graph), all of the repository's."""
 
     def __init__(self, names: InputNames | None = None) -> None:
         self._by_directory: dict[Path, Kustomization | None] = {}  # keys are resolved paths
+        self._relevant: dict[Path, Kustomization] = {}  # those the run reached from its inputs
         self._nearest: dict[tuple[Path, Path], Kustomization | None] = {}  # (resolved directory, stop)
         self.names = names or InputNames()
 
     def at(self, directory: Path) -> Kustomization | None:
+        """The kustomization in a directory, one the run reaches from its inputs (`known`)."""
+        kustomization = self.read(directory)
+        if kustomization is not None:
+            self._relevant.setdefault(kustomization.directory, kustomization)
+        return kustomization
+
+    def read(self, directory: Path) -> Kustomization | None:
+        """The kustomization in a directory, read at most once (a repository scan uses it too)."""
         if directory in self._by_directory:  # resolved already (a key resolves to itself)
             return self._by_directory[directory]
         directory = directory.resolve()
@@ -108,13 +139,13 @@ class KustomizationIndex:
             if not path.is_file():
                 continue
             try:
-                text = read_file(path)
+                text, encoding = read_kustomization(path)
                 data = kubeyaml.load(text)
             except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError):
                 return None
             if not isinstance(data, dict):
                 return None
-            kustomization = Kustomization(path, data, text)
+            kustomization = Kustomization(path, data, text, encoding)
             for entry, patch in _entries(data):
                 target = (directory / entry).resolve()
                 (kustomization.directories if target.is_dir() else kustomization.files).add(target)
@@ -161,7 +192,7 @@ class KustomizationIndex:
         return found
 
     def known(self) -> list[Kustomization]:
-        return [k for k in self._by_directory.values() if k is not None]
+        return list(self._relevant.values())
 
 
 class PatchEntry(NamedTuple):

@@ -39,4 +39,6 @@ class InputNames:
             else:
                 path = root / relative
                 return Source(path, output_relative(path, self.base) if self.base else relative, root)
-        return Source(found, Path(found.name), None)
+        base = self.resolved(self.base) if self.base else None
+        relative = found.relative_to(base) if base is not None and found.is_relative_to(base) else Path(found.name)
+        return Source(found, relative, None)

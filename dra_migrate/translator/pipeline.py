@@ -43,10 +43,26 @@ _TEMPLATE_MARKERS = ("{{", "{%")
 
 
 class DocumentReport:
-    __slots__ = ("api_version", "findings", "index", "kind", "name", "namespace", "status")
+    __slots__ = (
+        "api_version",
+        "end",
+        "findings",
+        "first_line",
+        "index",
+        "kind",
+        "name",
+        "namespace",
+        "start",
+        "status",
+    )
 
-    def __init__(self, index: int) -> None:
+    def __init__(self, index: int, start: int = 0, end: int = 0, first_line: int = 1) -> None:
         self.index = index
+        # Where the document's text lies in its file's text (offsets), and the file line its text
+        # starts on (1-based): reports find a finding's line from them (translator.locate).
+        self.start = start
+        self.end = end
+        self.first_line = first_line
         self.kind: str | None = None
         self.api_version: str | None = None
         self.namespace: str | None = None
@@ -63,6 +79,7 @@ class FileResult:
     __slots__ = (
         "documents",
         "error",
+        "error_line",
         "existing",
         "extended",
         "file_findings",
@@ -85,6 +102,7 @@ class FileResult:
         self.extended: dict[str, DeviceRequestSpec] = {}  # names left to KEP-5004
         self.templates_inline = templates_inline  # how many were written next to their workloads
         self.error: str | None = None
+        self.error_line: int | None = None  # where in the file the error is, when known
         self.skipped: str | None = None
         self.file_findings: list[Finding] = []  # about the file as a whole
         # Between converting a YAML file and placing its templates (place_templates): each document's
@@ -275,6 +293,8 @@ def process_yaml(source: Source, text: str, options: RunOptions, first_line: int
             result.skipped = "template (contains {{ }}), not a plain manifest"
         else:
             result.error = _yaml_error(exc)
+            mark = getattr(exc, "problem_mark", None)
+            result.error_line = first_line + mark.line + 1 if mark else None
         return result
     return _convert_stream(result, stream.documents, stream.tail, options, first_line)
 
@@ -285,8 +305,9 @@ def _convert_stream(
     """Documents one at a time, so a document's value can go once it is edited."""
     out: list[str] = []
     nl = newline_of(result.original)
+    lines = _LineCounter(result.original, first_line)
     for index, document in enumerate(documents):
-        report = DocumentReport(index)
+        report = DocumentReport(index, document.start, document.end, lines.at(document.start))
         result.documents.append(report)
         result.wanted.append([])
         if isinstance(document.obj, Header):
@@ -306,9 +327,8 @@ def _convert_stream(
         elif converted.changed:
             edited = edit_document(document.text, document.obj, converted.obj, converted.changes)
             out.append(edited.text)
-            if edited.lost_comments:  # counting lines is O(file size): only for a finding that needs it
-                line = first_line + result.original.count("\n", 0, document.start)
-                report.findings.extend(_lost_comment_findings(edited, line))
+            if edited.lost_comments:
+                report.findings.extend(_lost_comment_findings(edited, report.first_line - 1))
         else:
             out.append(document.text)
         result.wanted[-1] = converted.new_templates
@@ -317,6 +337,22 @@ def _convert_stream(
     result.parts = out
     result.text = "".join(out) + tail
     return result
+
+
+class _LineCounter:
+    """Line numbers of increasing offsets in one text, counting each newline once per file."""
+
+    __slots__ = ("line", "offset", "text")
+
+    def __init__(self, text: str, first_line: int) -> None:
+        self.text = text
+        self.offset = 0
+        self.line = first_line + 1  # 1-based; `first_line` counts the lines before `text` in its file
+
+    def at(self, offset: int) -> int:
+        self.line += self.text.count("\n", self.offset, offset)
+        self.offset = offset
+        return self.line
 
 
 def _refused(result: FileResult, error: str) -> FileResult:
@@ -389,12 +425,13 @@ def process_json(source: Source, text: str, registry: TemplateRegistry, options:
         limits.check_document(text, obj)
     except json.JSONDecodeError as exc:
         result.error = f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        result.error_line = exc.lineno
         return result
     except (RecursionError, limits.LimitError) as exc:
         problem = exc if isinstance(exc, limits.LimitError) else limits.TOO_DEEP
         result.error = f"{problem}; file left unchanged"
         return result
-    report = DocumentReport(0)
+    report = DocumentReport(0, 0, len(text))
     result.documents.append(report)
     for template in held_templates([obj]):
         registry.note_existing(template)

@@ -137,6 +137,10 @@ class Prefilter:
         found = [at for at in (text.find(s) for s in self.triggers.resource_sections) if at >= 0]
         return not found or self._resource_keys_safe(text, min(found))
 
+    def names_mapped(self, text: str) -> bool:
+        """Whether any scalar of the text can be a mapped device name (a file that may ask for devices)."""
+        return self._names_mapped(text)
+
     def _names_mapped(self, text: str) -> bool:
         """Whether a key or scalar of a kind without known pod specs can be a mapped name.
 

@@ -37,6 +37,27 @@ class RenderError(Exception):
     pass
 
 
+class BuildFlags(NamedTuple):
+    """What a root needs kustomize to be allowed: helm for `helmCharts` (its path), KRM functions."""
+
+    helm: str | None = None
+    enable_exec: bool = False
+
+    def arguments(self) -> tuple[str, ...]:
+        helm = ("--enable-helm", "--helm-command", self.helm) if self.helm else ()
+        return (*helm, *(("--enable-alpha-plugins", "--enable-exec") if self.enable_exec else ()))
+
+
+PLAIN_BUILD = BuildFlags()
+HELM_VARIABLE = "HELM"
+
+
+def find_helm() -> str | None:
+    """The helm `helmCharts` roots are built with: $HELM, else helm on PATH."""
+    named = os.environ.get(HELM_VARIABLE)
+    return named if named and Path(named).is_file() else shutil.which("helm")
+
+
 def find_renderer() -> Renderer | None:
     named = os.environ.get(ENVIRONMENT_VARIABLE)
     if named:
@@ -60,13 +81,13 @@ def _message(stderr: str) -> str:
     return text[:500]
 
 
-def build(renderer: Renderer, directory: Path) -> list[Any]:
+def build(renderer: Renderer, directory: Path, flags: BuildFlags = PLAIN_BUILD) -> list[Any]:
     """The objects `kustomize build DIRECTORY` renders; RenderError with kustomize's message."""
     import subprocess  # only runs over kustomizations build (it imports signal: a one-file run does not)
 
     try:
         done = subprocess.run(
-            [*renderer.command, *LOAD_ANYTHING, str(directory)],
+            [*renderer.command, *LOAD_ANYTHING, *flags.arguments(), str(directory)],
             capture_output=True,
             text=True,
             timeout=BUILD_TIMEOUT_S,

@@ -1,5 +1,6 @@
-"""What a run tells its user: a JSON report for pipelines, a grouped text report for people, a
-one-line summary that is always printed, and a progress bar for large trees on a terminal."""
+"""What a run tells its user: reports for machines (JSON, SARIF, JUnit, GitHub annotations, Markdown;
+translator.formats), a grouped text report for people, a one-line summary that is always printed,
+and a progress bar for large trees on a terminal."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections import Counter
 from typing import Any, TextIO
 
 from dra_migrate.engine import Finding, Severity
+from dra_migrate.translator.locate import document_line, field_lines
 from dra_migrate.translator.pipeline import FileResult
 
 WIDTH = 100  # the text report stays readable in a 100-column terminal
@@ -44,6 +46,7 @@ class RunSummary:
         "files_with_errors",
         "severities",
         "templates",
+        "unverified",
     )
 
     def __init__(self) -> None:
@@ -55,6 +58,7 @@ class RunSummary:
         self.documents_changed = 0
         self.templates = 0
         self.severities: Counter[str] = Counter()
+        self.unverified = 0  # kustomization roots written without render verification (--no-verify-render)
 
     def add(self, result: FileResult, templates: int) -> None:
         self._files[result.source.display] = (result.changed, result.skipped is not None, result.error is not None)
@@ -101,6 +105,7 @@ class RunSummary:
             "documentsChanged": self.documents_changed,
             "templatesGenerated": self.templates,
             "findings": dict(sorted(self.severities.items())),
+            "rootsNotVerified": self.unverified,
         }
 
     def line(self) -> str:
@@ -112,28 +117,39 @@ class RunSummary:
         if self.files_with_errors:
             parts.append(f"{self.files_with_errors} with errors")
         findings = [_plural(self.severities[s], s) for s in ("error", "warning") if self.severities[s]]
+        unverified = (
+            f"; {_plural(self.unverified, 'kustomization root')} NOT render-verified (--no-verify-render)"
+            if self.unverified
+            else ""
+        )
         return (
             f"{_plural(self.files, 'file')} ({', '.join(parts)}); "
             f"{_plural(self.documents, 'document')} ({self.documents_changed} changed); "
-            f"{_plural(self.templates, 'new template')}; {', '.join(findings) or 'no problems'}"
+            f"{_plural(self.templates, 'new template')}; {', '.join(findings) or 'no problems'}{unverified}"
         )
 
 
 def run_entry(finding: Finding) -> dict[str, Any]:
     """A finding about the whole run (the target release, the schema used), reported once."""
-    return {"file": None, "document": None, **finding.as_dict()}
+    return {"file": None, "document": None, "line": None, **finding.as_dict()}
 
 
-def file_entries(result: FileResult) -> list[dict[str, Any]]:
-    """One row per finding or change, flat, for jq and spreadsheets."""
+def file_entries(result: FileResult, located: bool = False) -> list[dict[str, Any]]:
+    """One row per finding or change, flat, for jq and spreadsheets. A document's rows carry its
+    line; `located`: each row carries the line of what it is about, the field a finding names
+    included (translator.locate), which only the reports that print it pay for."""
     rows: list[dict[str, Any]] = []
-    base = {"file": result.source.display}
+    base = {"file": result.source.display, "document": None}
     if result.error:
-        rows.append({**base, "document": None, **Finding(Severity.ERROR, "parse", "", result.error).as_dict()})
+        line = {"line": result.error_line or 1} if located else {}
+        rows.append({**base, **line, **Finding(Severity.ERROR, "parse", "", result.error).as_dict()})
+    file_line = {"line": 1} if located else {}
     if result.skipped:
-        rows.append({**base, "document": None, **Finding(Severity.INFO, "skipped", "", result.skipped).as_dict()})
-    rows.extend({**base, "document": None, **finding.as_dict()} for finding in result.file_findings)
+        rows.append({**base, **file_line, **Finding(Severity.INFO, "skipped", "", result.skipped).as_dict()})
+    rows.extend({**base, **file_line, **finding.as_dict()} for finding in result.file_findings)
     for document in result.documents:
+        if not document.findings:
+            continue
         where = {
             **base,
             "document": document.index,
@@ -143,24 +159,40 @@ def file_entries(result: FileResult) -> list[dict[str, Any]]:
             "name": document.name,
             "status": document.status,
         }
-        rows.extend({**where, **finding.as_dict()} for finding in document.findings)
+        first = document_line(result.original, document)
+        if not located:
+            rows.extend({**where, "line": first, **finding.as_dict()} for finding in document.findings)
+            continue
+        fields = field_lines(result.original, document, (finding.path for finding in document.findings))
+        rows.extend({**where, "line": fields.get(f.path, first), **f.as_dict()} for f in document.findings)
     return rows
 
 
-class JsonReport:
+class FindingRows:
+    """Every finding of a run as rows with their lines, and the files it read, for the reports
+    written at its end (translator.formats)."""
+
     def __init__(self, target: str) -> None:
         self.target = target
         self.rows: list[dict[str, Any]] = []
+        self.files: list[str] = []  # as displayed, in input order
 
     def add(self, result: FileResult) -> None:
-        self.rows.extend(file_entries(result))
+        self.files.append(result.source.display)
+        self.rows.extend(file_entries(result, located=True))
 
     def add_rows(self, rows: list[dict[str, Any]]) -> None:
         self.rows.extend(rows)
 
-    def dump(self, stream: TextIO, summary: RunSummary) -> None:
-        json.dump({"targetVersion": self.target, "summary": summary.as_dict(), "findings": self.rows}, stream, indent=2)
-        stream.write("\n")
+    def dump(self, kind: str, stream: TextIO, summary: RunSummary) -> None:
+        if kind == "json":
+            report = {"targetVersion": self.target, "summary": summary.as_dict(), "findings": self.rows}
+            json.dump(report, stream, indent=2)
+            stream.write("\n")
+            return
+        from dra_migrate.translator.formats import render  # only these reports load their writers
+
+        render(kind, self, summary, stream)
 
 
 def _document_label(row: dict[str, Any]) -> str:
@@ -169,17 +201,20 @@ def _document_label(row: dict[str, Any]) -> str:
     name = row.get("name") or ""
     if row.get("namespace") and name:
         name = f"{row['namespace']}/{name}"
+    where = f"document {row['document'] + 1}"
+    if row.get("line"):
+        where += f", line {row['line']}"
     kind = row.get("kind")
     if kind:
-        return f"{kind} {name}".rstrip() + f" (document {row['document'] + 1})"
-    return f"document {row['document'] + 1}"
+        return f"{kind} {name}".rstrip() + f" ({where})"
+    return where
 
 
 class TextReport:
     """Problems grouped by file and object, wrapped to 100 columns:
 
     deploy/app.yaml
-      Deployment ml/trainer (document 2)
+      Deployment ml/trainer (document 2, line 14)
         error    invalid-quantity: 0.5 is not a whole number of devices ...
                  at spec.template.spec.containers[0].resources.limits["nvidia.com/gpu"]
     """
@@ -249,37 +284,42 @@ def _report_kind(args: Any) -> str:
     if args.report:
         return str(args.report)
     if args.report_file:
-        return "json" if str(args.report_file).lower().endswith(".json") else "text"
+        from dra_migrate.translator.formats import kind_for_file
+
+        return kind_for_file(str(args.report_file))
     return "text" if sys.stderr.isatty() else "none"
 
 
 class Reporter:
     """Where a run's words go. Errors and the one-line summary always reach stderr (a failed run in
     CI is never silent); `--report none` and pipes hide only warnings; `-q` hides all but errors.
-    A JSON report on stderr is the whole of stderr, so it stays parseable."""
+    A machine-read report (json, sarif, junit, github, markdown) on stderr is the whole of stderr,
+    so it stays parseable."""
 
     def __init__(self, args: Any, target: str) -> None:
+        from dra_migrate.translator.formats import MACHINE_READ
+
         self.quiet = bool(args.quiet)
         self.kind = _report_kind(args)
         self.report_file: str | None = args.report_file
-        self.json_on_stderr = self.kind == "json" and not self.report_file
+        self.rows = FindingRows(target) if self.kind in MACHINE_READ else None
+        self.rows_on_stderr = self.rows is not None and not self.report_file
         details = self.kind == "text" and not self.report_file and not self.quiet
         self.stderr_text = TextReport(("error", "warning") if details else ("error",))
         self.file_text = TextReport(("error", "warning")) if self.kind == "text" and self.report_file else None
-        self.json = JsonReport(target) if self.kind == "json" else None
         self.summary = RunSummary()
 
     def _write_report_file(self, path: str) -> None:
         with open(path, "w", encoding="utf-8") as stream:  # noqa: PTH123 - a user path
-            if self.json is not None:
-                self.json.dump(stream, self.summary)
+            if self.rows is not None:
+                self.rows.dump(self.kind, stream, self.summary)
             elif self.file_text is not None:
                 self.file_text.write(stream, colour=False)
                 stream.write(self.summary.line() + "\n")
 
     @property
     def progress_allowed(self) -> bool:
-        return not self.quiet and not self.json_on_stderr
+        return not self.quiet and not self.rows_on_stderr
 
     def add_run(self, finding: Finding) -> None:
         """A finding about the whole run rather than one file."""
@@ -287,11 +327,11 @@ class Reporter:
 
     def add(self, result: FileResult) -> None:
         self.summary.add(result, len(result.templates) + result.templates_inline)
-        if self.json is not None:
-            self.json.add(result)
+        if self.rows is not None:
+            self.rows.add(result)
         if self.file_text is not None:
             self.file_text.add(result)
-        if not self.json_on_stderr:
+        if not self.rows_on_stderr:
             self.stderr_text.add(result)
 
     def add_file_finding(self, result: FileResult, finding: Finding) -> None:
@@ -304,10 +344,11 @@ class Reporter:
         self.add_about(result.source.display, finding)
 
     def add_about(self, file: str | None, finding: Finding) -> None:
-        """A finding about a file, whether or not the run converted it (a kustomization it rendered)."""
+        """A finding about a file, whether or not the run converted it (a kustomization it rendered):
+        it points at the file's first line, as no better line is known."""
         self.summary.severities.update([str(finding.severity)])
-        row = {**run_entry(finding), "file": file}
-        for report in (self.json, self.file_text, None if self.json_on_stderr else self.stderr_text):
+        row = {**run_entry(finding), "file": file, "line": None if file is None else 1}
+        for report in (self.rows, self.file_text, None if self.rows_on_stderr else self.stderr_text):
             if report is not None:
                 report.add_rows([row])
 
@@ -321,9 +362,10 @@ class Reporter:
                 reason = exc.strerror or exc
                 sys.stderr.write(f"dra-migrate: error: cannot write the report file {self.report_file}: {reason}\n")
                 written = False
-        if self.json_on_stderr:
-            assert self.json is not None
-            self.json.dump(sys.stderr, self.summary)
+        if self.rows_on_stderr:
+            assert self.rows is not None
+            self.rows.dump(self.kind, sys.stderr, self.summary)
+            sys.stderr.flush()
             return written
         colour = use_colour(sys.stderr)
         self.stderr_text.write(sys.stderr, colour)

@@ -4,18 +4,22 @@ after (translator.verify), and Helm charts, whose rendered output the post-rende
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dra_migrate.engine import Finding, Severity
 from dra_migrate.translator.inputs import InputTooLargeError, read_file
+from dra_migrate.translator.kustomize import FILE_NAMES
 from dra_migrate.translator.pipeline import FileResult
 from dra_migrate.translator.render import find_renderer
 from dra_migrate.translator.sources import display_path
 
 if TYPE_CHECKING:
     from dra_migrate.translator.driver import Run
+    from dra_migrate.translator.graph import RepositoryGraph
+    from dra_migrate.translator.kustomize import Kustomization
     from dra_migrate.translator.patchplan import PatchFile, PatchPlan
 
 
@@ -93,8 +97,19 @@ class Repository:
 
     # -- render verification --------------------------------------------------------------
 
+    @functools.cached_property
+    def graph(self) -> RepositoryGraph:
+        """Every kustomization of the repository the inputs belong to (translator.graph)."""
+        from dra_migrate.translator.graph import RepositoryGraph
+
+        assert self.run.top is not None, "a run over stdin alone has no repository"
+        return RepositoryGraph(self.run.index, self.run.top)
+
     def verifies_renders(self) -> bool:
-        return bool(self.run.args.verify_render) and self.run.placement != "stream" and bool(self.run.index.known())
+        return bool(self.run.args.verify_render) and self.run.placement != "stream" and self.has_roots()
+
+    def has_roots(self) -> bool:
+        return self.run.placement != "stream" and self.run.top is not None and bool(self.graph.roots())
 
     def holds_writes(self) -> bool:
         """Whether written files wait for the check of every root they feed."""
@@ -102,16 +117,50 @@ class Repository:
 
     def failed_roots(self, changes: dict[Path, str]) -> list[Any]:
         """Roots that must not be written: those that render from a patch the plan could not convert
-        (reported already), and, when renders are verified, those whose render changed."""
-        from dra_migrate.translator.verify import RootCheck, render_directories
+        (reported already), and, when renders are verified, those whose render is not their conversion
+        or that cannot be built."""
+        from dra_migrate.translator.verify import RootCheck
 
-        failed = {p.parent for p in self.patches.failed()} if self.patches is not None else set()
+        failed = self.patches.failed() if self.patches is not None else set()
         checks = [
             RootCheck(root, ["renders from a patch that cannot be converted (patch-not-converted)"])
-            for root in self.run.index.known()
-            if failed.intersection(render_directories(self.run.index, root))
+            for root in (self.graph.roots_rendering(failed) if failed else [])
         ]
-        return checks + (self.failed_renders(changes) if self.verifies_renders() else [])
+        if self.verifies_renders():
+            return checks + self.failed_renders(changes)
+        self.say_not_verified(changes)
+        return checks
+
+    def say_not_verified(self, changes: dict[Path, str]) -> None:
+        """--no-verify-render: the run says which roots it wrote without building them."""
+        if self.run.args.verify_render or not changes or not self.has_roots():
+            return
+        roots = self.graph.roots_rendering(changes)
+        if not roots:
+            return
+        names = ", ".join(self._display(r.path) for r in roots[:5]) + (", ..." if len(roots) > 5 else "")
+        message = f"--no-verify-render: {len(roots)} kustomization roots render from changed files unverified ({names})"
+        self.run.reporter.add_run(Finding(Severity.WARNING, "render-not-verified", "", message))
+        self.run.reporter.summary.unverified = len(roots)
+
+    def _unconverted_hint(self, root: Kustomization, changes: dict[Path, str]) -> list[str]:
+        """The files of a refused root's render that name devices and were not converted with it: the
+        usual cause (a base, or an overlay's patch, left out of the arguments)."""
+        from dra_migrate.translator.prefilter import prefilter_for
+
+        prefilter = prefilter_for(self.run.options.config)
+        left = []
+        for path in sorted(self.graph.renders_from(root)):
+            if path in changes or path.name in FILE_NAMES or not path.is_file():
+                continue
+            try:
+                if prefilter.names_mapped(read_file(path, self.run.limit)):
+                    left.append(self._display(path))
+            except (OSError, UnicodeDecodeError, InputTooLargeError):
+                continue
+        if not left:
+            return []
+        return [f"it also renders from {', '.join(left)}, which name devices and were not converted: convert them too"]
 
     def _display(self, found: Path) -> str:
         """A resolved path as the user would name it, under the directory argument that holds it."""
@@ -126,26 +175,40 @@ class Repository:
         return None
 
     def failed_renders(self, changes: dict[Path, str]) -> list[Any]:
-        """Build every kustomization root among the inputs before and after `changes` (resolved path ->
-        text); report each, and return the roots whose render changed (translator.verify.RootCheck)."""
-        from dra_migrate.translator.verify import verify  # only runs over kustomizations need it
+        """Build every kustomization root that renders from `changes` (resolved path -> text) before and
+        after them, and those under the directory arguments once; report each, and return the roots
+        that must not be written (translator.verify.RootCheck)."""
+        # only runs over kustomizations need it
+        from dra_migrate.translator.verify import NOT_BUILT, Verification, verify
 
-        renderer = find_renderer()
-        if renderer is None:  # an overlay given without its base is still refused
-            message = "no kustomize or kubectl found: kustomization roots were not rendered to check the conversion"
-            self.run.reporter.add_run(Finding(Severity.WARNING, "render-not-verified", "", message))
         arguments = [self.run.names.resolved(Path(p)) for p in self.run.paths if p != "-" and Path(p).is_dir()]
+        check = Verification(
+            renderer=find_renderer(),
+            config=self.run.options.config,
+            graph=self.graph,
+            inputs=self.run.index.known(),
+            arguments=arguments,
+            jobs=self.run.jobs,
+            enable_exec=bool(getattr(self.run.args, "enable_exec", False)),
+        )
         extra = self.run.side.templates if self.run.placement == "single" else []
-        checks = verify(renderer, self.run.options.config, self.run.index, arguments, changes, extra)
-        for check in checks:
-            where = self._display(check.kustomization.path)
-            for problem in check.problems:
-                self.run.reporter.add_about(where, Finding(Severity.ERROR, "render-mismatch", "", problem))
-            if check.not_built is not None:
-                message = f"not verified: kustomize cannot build it before the conversion: {check.not_built}"
+        checks = verify(check, changes, extra)
+        for result in checks:
+            where = self._display(result.kustomization.path)
+            if result.failed and result.rule != NOT_BUILT:
+                result.problems.extend(self._unconverted_hint(result.kustomization, changes))
+            for problem in result.problems:
+                refusal = (
+                    Finding(Severity.ERROR, "render-not-built", "", problem)
+                    if result.rule == NOT_BUILT
+                    else Finding(Severity.ERROR, "render-mismatch", "", problem)
+                )
+                self.run.reporter.add_about(where, refusal)
+            if result.not_built is not None:
+                message = f"not verified: {result.not_built}"
                 self.run.reporter.add_about(where, Finding(Severity.WARNING, "render-not-verified", "", message))
-            elif not check.failed and renderer is not None:
-                message = f"`{renderer.label}` renders the conversion of what it rendered before"
+            elif not result.failed and check.renderer is not None:
+                message = f"`{check.renderer.label}` renders the conversion of what it rendered before"
                 self.run.reporter.add_about(where, Finding(Severity.INFO, "render-verified", "", message))
         failed = [c for c in checks if c.failed]
         self.run.any_errors |= bool(failed)

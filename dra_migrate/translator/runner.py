@@ -257,9 +257,13 @@ def _convert_large(source: Source, pool: Pool, steps: Steps) -> FileResult:
 
 def _join(source: Source, text: str, parts: list[FileResult]) -> FileResult:
     joined = FileResult(source, text, "")
+    offset = 0  # where the part's chunk starts in the file
     for part in parts:
         for report in part.documents:
             report.index += len(joined.documents)
+            report.start += offset
+            report.end += offset
+        offset += len(part.original)
         joined.documents.extend(part.documents)
         joined.parts.extend(part.parts)
         joined.wanted.extend(part.wanted)

@@ -29,7 +29,8 @@ class SideFiles:
     def __init__(self, run: Run) -> None:
         self.run = run
         self.needs: dict[Path, list[dict[str, Any]]] = {}  # kustomization file -> templates its files need
-        self.roots: dict[Path, Path] = {}  # kustomization file -> the directory argument it was found under
+        # kustomization file -> the directory argument it was found under (None: found from a named file)
+        self.roots: dict[Path, Path | None] = {}
         self.templates: list[dict[str, Any]] = []  # for --templates-file
         self.templates_path = Path(run.args.templates_file) if run.placement == "single" else None
         # input file -> the file its templates go to: the input is written only once that file can be
@@ -39,7 +40,7 @@ class SideFiles:
         """Templates that go to a kustomization's templates file or to --templates-file: they are
         counted in the report where they land (that file's result), not here."""
         source = result.source
-        if owner is not None and result.templates and source.root is not None:
+        if owner is not None and result.templates:
             self.needs.setdefault(owner.path, []).extend(result.templates)
             self.roots.setdefault(owner.path, source.root)
             self._hold(source, owner.path)
@@ -52,7 +53,7 @@ class SideFiles:
             result.templates = []
         return result
 
-    def add_kustomization_edit(self, path: Path, root: Path, templates: list[dict[str, Any]]) -> None:
+    def add_kustomization_edit(self, path: Path, root: Path | None, templates: list[dict[str, Any]]) -> None:
         """A kustomization whose inline patches were rewritten (`Kustomization.rewritten`): it is
         written with the templates they need, as one unit."""
         self.needs.setdefault(path, []).extend(templates)
@@ -116,6 +117,11 @@ class SideFiles:
         if text != kustomization.text:
             source = self.run.names.source(kustomization.path, root)
             result = FileResult(source, kustomization.text, text)
+            if kustomization.encoding != "utf-8":  # rewritten in UTF-8 it would change every byte
+                result.error = (
+                    f"is encoded as {kustomization.encoding}: dra-migrate edits kustomization files in UTF-8 only "
+                    f"(it would add {TEMPLATES_FILE} to its resources); convert the file to UTF-8 first"
+                )
             if kustomization.rewritten is not None:
                 message = "inline JSON 6902 operations on device requests rewritten to claims"
                 result.file_findings.append(Finding(Severity.INFO, "json-patch-converted", "", message))

@@ -113,9 +113,9 @@ def discover(paths: Sequence[str], include: Sequence[str] = (), exclude: Sequenc
 
 
 def unselected(paths: Sequence[str], include: Sequence[str] = (), exclude: Sequence[str] = ()) -> Iterator[Source]:
-    """The other files of the directory arguments, which an output tree copies as they are: what
-    kustomize reads besides manifests (generator sources, `.env` files, an extensionless
-    `Kustomization`). Excluded paths and dot-directories stay out; dot-files are copied."""
+    """The other files of the directory arguments, which an output tree copies as they are, so that it
+    holds every file and still builds: what kustomize reads besides manifests (generator sources, `.env`
+    files, an extensionless `Kustomization`), excluded paths, dot-files and dot-directories (not `.git`)."""
     base = common_base(paths)
     for raw in paths:
         root = Path(raw)
@@ -127,24 +127,52 @@ def unselected(paths: Sequence[str], include: Sequence[str] = (), exclude: Seque
 
 def _walk(root: Path, patterns: Patterns, selected: bool) -> Iterator[tuple[Path, Path]]:
     """(path, path below root) of the files the patterns select (or, with selected=False, of the
-    others). Sorted, lazy, one directory listing at a time: memory does not grow with the tree."""
-    walked = {root.resolve()}
-    # Symbolic links to directories are followed, as kustomize follows them; each real directory once.
+    others: excluded and dot ones included). Sorted, lazy, one directory listing at a time: memory does
+    not grow with the tree."""
+    real_root = root.resolve()
+    walked = {real_root}
+    # Symbolic links to directories are followed, as kustomize follows them; each real directory once. A
+    # link to a directory the walk reaches anyway is not followed: its files are named by the path git
+    # tracks them under (a diff through the link is one `git apply` refuses).
     for directory, subdirectories, files in os.walk(root, followlinks=True):
         base = Path(directory)
         relative_base = base.relative_to(root)
         subdirectories[:] = [
             d
             for d in sorted(subdirectories)
-            if not d.startswith(".")
-            and not patterns.skips_directory((relative_base / d).as_posix())
+            if (
+                (not selected and d != ".git")
+                or (not d.startswith(".") and not patterns.skips_directory((relative_base / d).as_posix()))
+            )
+            and not _reached_anyway(base / d, real_root, patterns, selected)
             and _first_visit(base / d, walked)
         ]
+        selecting = not relative_base.parts or _selected_directory(relative_base, patterns)
         for name in sorted(files):
             relative = relative_base / name
-            reads = not name.startswith(".") and patterns.reads_file(relative.as_posix())
-            if reads == selected and (selected or not patterns.excludes(relative.as_posix())):
+            reads = selecting and not name.startswith(".") and patterns.reads_file(relative.as_posix())
+            if reads == selected:
                 yield base / name, relative
+
+
+def _reached_anyway(directory: Path, real_root: Path, patterns: Patterns, selected: bool) -> bool:
+    """Whether `directory` is a link to a directory the walk visits under its own name."""
+    if not directory.is_symlink():
+        return False
+    real = directory.resolve()
+    if real == real_root or not real.is_relative_to(real_root):
+        return False
+    relative = real.relative_to(real_root)
+    return ".git" not in relative.parts and (not selected or _selected_directory(relative, patterns))
+
+
+def _selected_directory(relative: Path, patterns: Patterns) -> bool:
+    """Whether the run reads files in this directory (none of it is a dot-directory or excluded)."""
+    parts = relative.parts
+    return not any(
+        part.startswith(".") or patterns.skips_directory(Path(*parts[: i + 1]).as_posix())
+        for i, part in enumerate(parts)
+    )
 
 
 def _first_visit(directory: Path, walked: set[Path]) -> bool:

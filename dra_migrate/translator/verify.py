@@ -1,14 +1,14 @@
-"""Render verification: every kustomization root among the inputs is built by the real kustomize
-before and after the conversion, and what it renders after must be what converting its render before
-gives (translator.renderdiff), object for object; a root whose files did not change is built once
-and must already render that.
+"""Render verification, the contract of a repository conversion: every kustomization root that
+renders from a changed file (translator.graph) is built by the real kustomize before and after the
+conversion, and what it renders after must be what converting its render before gives
+(translator.renderdiff), object for object. A root that cannot be built is refused as well: no
+kustomize, `helmCharts` without helm, an exec KRM function the user did not let it run
+(`--enable-exec`), a container function, a remote base. Roots under the directory arguments whose
+files did not change are built once, and must already render their conversion.
 
-The converted tree is never written for this: the directory arguments (and the kustomizations
-outside them that a root renders from) are copied to a temporary directory, where they stand relative
-to each other as they do in the tree, the converted texts are laid over the copy, and kustomize
-builds both. An overlay converted without its base renders other than its conversion, and says that
-its base is outside the inputs; a root that reads other files outside them cannot be built in the
-copy, and is refused saying so.
+The converted tree is never written for this: the repository (and any kustomization outside it that
+a root renders from) is copied to a temporary directory, files linked rather than copied where the
+file system allows, the converted texts are laid over the copy, and kustomize builds it there.
 """
 
 from __future__ import annotations
@@ -16,128 +16,158 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from dra_migrate.engine import Config
 from dra_migrate.translator.devices import compare, device_view
-from dra_migrate.translator.kustomize import Kustomization, KustomizationIndex
-from dra_migrate.translator.render import Renderer, RenderError, build
-from dra_migrate.translator.renderdiff import conversion_differences
+from dra_migrate.translator.graph import RepositoryGraph
+from dra_migrate.translator.kustomize import Kustomization
+from dra_migrate.translator.render import BuildFlags, Renderer, RenderError, build, find_helm
+
+NOT_VERIFIED_HINT = (
+    "fix what stops it, leave its files out of the run (--exclude), or pass --no-verify-render to write "
+    "without verifying"
+)
+MISMATCH, NOT_BUILT = "render-mismatch", "render-not-built"
 
 
 class RootCheck(NamedTuple):
     kustomization: Kustomization
-    problems: list[str]  # none: the render kept every container's devices
-    not_built: str | None = None  # kustomize could not build the root before the conversion
+    problems: list[str]  # none: it renders the conversion of what it rendered before
+    not_built: str | None = None  # an unchanged root kustomize could not build (a warning only)
+    rule: str = MISMATCH  # NOT_BUILT: a root that renders from a changed file could not be built
 
     @property
     def failed(self) -> bool:
         return bool(self.problems)
 
 
-def render_directories(index: KustomizationIndex, root: Kustomization) -> list[Path]:
-    return [root.directory, *(k.directory for k in index.reachable(root))]
+class Verification(NamedTuple):
+    """What a run asks of render verification."""
+
+    renderer: Renderer | None
+    config: Config
+    graph: RepositoryGraph
+    # kustomizations among the inputs (not excluded): those under the directory arguments are checked even
+    # when none of their files changed
+    inputs: Sequence[Kustomization]
+    arguments: Sequence[Path]  # resolved directory arguments
+    jobs: int = 1
+    enable_exec: bool = False  # run exec KRM functions (kustomize --enable-alpha-plugins --enable-exec)
 
 
-def roots_under(index: KustomizationIndex, arguments: Iterable[Path]) -> list[Kustomization]:
-    """Kustomizations (not components: they do not build alone) inside the resolved directory arguments."""
-    bases = list(arguments)
-    return sorted(
-        (
-            k
-            for k in index.known()
-            if k.data.get("kind") != "Component" and any(k.directory.is_relative_to(b) for b in bases)
-        ),
-        key=lambda k: k.path,
-    )
+def roots_to_check(check: Verification, changes: Mapping[Path, str]) -> tuple[list[Kustomization], list[Kustomization]]:
+    """(roots that render from a changed file, unchanged roots under the directory arguments)."""
+    changed = check.graph.roots_rendering(changes)
+    idle = [
+        root
+        for root in check.inputs
+        if root not in changed
+        and root.data.get("kind") != "Component"
+        and any(root.directory.is_relative_to(a) for a in check.arguments)
+    ]
+    return changed, idle
 
 
-def verify(
-    renderer: Renderer | None,
-    config: Config,
-    index: KustomizationIndex,
-    arguments: Iterable[Path],
-    changes: Mapping[Path, str],
-    elsewhere: Sequence[Any] = (),
-) -> list[RootCheck]:
+def verify(check: Verification, changes: Mapping[Path, str], elsewhere: Sequence[Any] = ()) -> list[RootCheck]:
     """Build each root with and without `changes` (resolved path -> new text) and compare. `elsewhere`:
-    templates the conversion writes outside the tree (--templates-file), applied beside every render.
-    A root that renders from kustomizations outside the inputs is built with them copied as they are
-    (a base holding only generators needs no conversion); without a renderer it is refused."""
-    bases = sorted(set(arguments))
+    templates the conversion writes outside the tree (--templates-file), applied beside every render."""
+    changed, idle = roots_to_check(check, changes)
     checks: list[RootCheck] = []
-    to_build: list[tuple[Kustomization, list[Path], bool]] = []  # root, outside the inputs, changed
-    for root in roots_under(index, bases):
-        directories = render_directories(index, root)
-        remote = _patched_remote_base(index, root, changes)
-        if remote is not None:
-            checks.append(RootCheck(root, [remote]))
-            continue
-        outside = sorted(d for d in directories if not any(d.is_relative_to(b) for b in bases))
-        changed = any(p.is_relative_to(d) for p in changes for d in directories)
-        if outside and not changed:
-            continue  # it renders from elsewhere too, and none of its files changed
-        if outside and renderer is None:
-            checks.append(RootCheck(root, [_outside_problem(outside)]))
-        else:
-            to_build.append((root, outside, changed))
-    if renderer is None or not to_build:
+    to_build: list[tuple[Kustomization, BuildFlags, bool]] = []
+    helm = find_helm()
+    for root, is_changed in [*((r, True) for r in changed), *((r, False) for r in idle)]:
+        chain = [check.graph.index.read(d) for d in check.graph.directories_of(root)]
+        kustomizations = [k for k in chain if k is not None]
+        refusal = _unbuildable(check, kustomizations, changes, helm) if is_changed else None
+        if refusal is not None:
+            checks.append(RootCheck(root, [refusal], rule=NOT_BUILT))
+        elif check.renderer is not None:
+            uses_helm = any(k.data.get("helmCharts") for k in kustomizations)
+            flags = BuildFlags(helm=helm if uses_helm else None, enable_exec=check.enable_exec)
+            to_build.append((root, flags, is_changed))
+    if check.renderer is None or not to_build:
         return checks
-    copied = sorted(set(bases).union(*(outside for _, outside, _ in to_build)))
+    renderer = check.renderer
+    copied = sorted({check.graph.top, *(d for r, _, _ in to_build for d in check.graph.directories_of(r))})
     common = Path(os.path.commonpath(copied))
     with tempfile.TemporaryDirectory(prefix="dra-migrate-render-") as scratch:
         tree = Path(scratch) / "tree"
         try:
             _lay_out(copied, common, tree, changes)
         except OSError as exc:
-            reason = f"cannot copy the inputs to render them: {exc.strerror or exc}"
-            return checks + [RootCheck(root, [], reason) for root, _, _ in to_build]
-        for root, outside, changed in to_build:
-            converted = tree / root.directory.relative_to(common) if changed else None
-            check = _check(renderer, config, root, converted, elsewhere, tree)
-            if check.failed and outside:  # most likely the base that was not converted with it
-                check = RootCheck(root, [*check.problems, _outside_problem(outside)])
-            checks.append(check)
-        return checks
+            reason = f"cannot copy the repository to render it: {exc.strerror or exc}"
+            return checks + [
+                RootCheck(root, [reason] if is_changed else [], None if is_changed else reason, NOT_BUILT)
+                for root, _, is_changed in to_build
+            ]
+
+        def one(item: tuple[Kustomization, BuildFlags, bool]) -> RootCheck:
+            root, flags, is_changed = item
+            converted = tree / root.directory.relative_to(common) if is_changed else None
+            return _check(renderer, flags, check.config, root, converted, elsewhere, tree)
+
+        with ThreadPoolExecutor(max_workers=max(1, check.jobs)) as pool:  # each build is a process
+            checks.extend(pool.map(one, to_build))
+    return checks
 
 
-def _patched_remote_base(index: KustomizationIndex, root: Kustomization, changes: Mapping[Path, str]) -> str | None:
-    """Why a root whose patches the conversion rewrote cannot be converted when it pulls a base from a
-    repository or URL: that base is not converted with it, so the rewritten patches would give its pods
-    claims beside their device-plugin requests (and the render cannot be checked without fetching it)."""
-    chain = [root, *index.reachable(root)]
+def _unbuildable(
+    check: Verification, chain: Sequence[Kustomization], changes: Mapping[Path, str], helm: str | None
+) -> str | None:
+    """Why a root that renders from a changed file cannot be verified, known before building it."""
     remote = [entry for k in chain for entry in k.remote]
-    patched = any(k.rewritten is not None or any(p in k.patches for p in changes) for k in chain)
-    if not (remote and patched):
-        return None
-    return (
-        f"its patches of device requests apply to {', '.join(remote)}, a remote base not converted with it: convert "
-        "that base where it lives first, or convert the rendered output (dra-migrate krm, the Helm post-renderer)"
-    )
+    if remote:
+        patched = any(k.rewritten is not None or any(p in k.patches for p in changes) for k in chain)
+        if patched:
+            return (
+                f"its patches of device requests apply to {', '.join(remote)}, a remote base not converted with "
+                "it: convert that base where it lives first, or convert the rendered output (dra-migrate krm, the "
+                "Helm post-renderer)"
+            )
+        return f"it renders from {', '.join(remote)}, a remote base verification does not fetch: {NOT_VERIFIED_HINT}"
+    if check.renderer is None:
+        return f"no kustomize or kubectl found to build it (set DRA_MIGRATE_KUSTOMIZE): {NOT_VERIFIED_HINT}"
+    if helm is None and any(k.data.get("helmCharts") for k in chain):
+        return f"it inflates helmCharts and no helm was found on PATH to build it: {NOT_VERIFIED_HINT}"
+    return None
 
 
-def _outside_problem(outside: Sequence[Path]) -> str:
-    return f"it renders from {', '.join(map(str, outside))}, outside the inputs: convert it together with its base"
-
-
-def _lay_out(bases: Sequence[Path], common: Path, tree: Path, changes: Mapping[Path, str]) -> None:
-    """The directory arguments copied where they are relative to each other (an overlay's `../base`
-    finds its base; links kept as links: a link back into the tree is no loop), with the converted
-    texts laid over them."""
-    outermost = [b for b in bases if not any(b != other and b.is_relative_to(other) for other in bases)]
-    for base in outermost:
-        shutil.copytree(base, tree / base.relative_to(common), symlinks=True)
+def _lay_out(directories: Sequence[Path], common: Path, tree: Path, changes: Mapping[Path, str]) -> None:
+    """The directories copied where they are relative to each other (an overlay's `../base` finds its
+    base; links kept as links), files linked where the file system allows, the converted texts laid
+    over them as new files (never written through a link to the original)."""
+    outermost = [d for d in directories if not any(d != other and d.is_relative_to(other) for other in directories)]
+    for directory in outermost:
+        shutil.copytree(
+            directory,
+            tree / directory.relative_to(common),
+            symlinks=True,
+            ignore=shutil.ignore_patterns(".git"),
+            copy_function=_link_or_copy,
+            dirs_exist_ok=True,
+        )
     for path, text in changes.items():
-        if any(path.is_relative_to(b) for b in outermost):
+        if any(path.is_relative_to(d) for d in outermost):
             target = tree / path.relative_to(common)
             target.parent.mkdir(parents=True, exist_ok=True)
+            target.unlink(missing_ok=True)  # a link to the original file must not be written through
             target.write_text(text, encoding="utf-8", newline="")
+
+
+def _link_or_copy(source: str, target: str) -> None:
+    try:
+        os.link(source, target)
+    except OSError:  # another file system, or links not allowed
+        shutil.copy2(source, target)
 
 
 def _check(
     renderer: Renderer,
+    flags: BuildFlags,
     config: Config,
     root: Kustomization,
     converted: Path | None,
@@ -147,19 +177,31 @@ def _check(
     """`converted`: where the converted tree holds the root; None when nothing it renders from changed
     (its render must then already be what converting it gives)."""
     try:
-        before = build(renderer, root.directory)
+        before = build(renderer, root.directory, flags)
     except RenderError as exc:
-        return RootCheck(root, [], str(exc))
+        reason = f"kustomize cannot build it before the conversion: {_explained(exc, flags)}"
+        if converted is None:
+            return RootCheck(root, [], reason)
+        return RootCheck(root, [f"{reason}; {NOT_VERIFIED_HINT}"], rule=NOT_BUILT)
     try:
-        after = build(renderer, converted) if converted is not None else before
+        after = build(renderer, converted, flags) if converted is not None else before
     except RenderError as exc:
-        if str(tree.parent) in str(exc):  # it reads a file the copy lacks: one outside the inputs
+        if str(tree.parent) in str(exc):  # it reads a file the copy lacks: one outside the repository
             where = str(exc).replace(str(tree.parent), "...")
-            return RootCheck(root, [f"it reads files outside the inputs ({where}): convert it with what it reads"])
+            return RootCheck(root, [f"it reads files outside the repository ({where}): name it with --repository"])
         return RootCheck(root, [f"kustomize cannot build it after the conversion: {exc}"])
     rendered = [*after, *elsewhere]
+    from dra_migrate.translator.renderdiff import conversion_differences
+
     differences = conversion_differences(before, rendered, config)
     if not differences:
         return RootCheck(root, [])
     # the per-container device counts say it plainest; the exact differences where they agree
     return RootCheck(root, compare(device_view(before, config), device_view(rendered, config)) or differences)
+
+
+def _explained(exc: RenderError, flags: BuildFlags) -> str:
+    message = str(exc)
+    if "external plugin" in message and not flags.enable_exec:
+        return f"{message} (it runs a KRM function or plugin, which verification runs only with --enable-exec)"
+    return message

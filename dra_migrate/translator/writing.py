@@ -62,8 +62,9 @@ def emit(run: Run, result: FileResult, writer: StdoutWriter | JsonWriter) -> Non
             write(run, result, path.resolve())
     elif args.output_dir:
         target = Path(args.output_dir) / result.source.relative
-        if result.error is not None and not result.original:
-            _copy_as_is(result.source, target)  # unreadable as text: the bytes, never an empty placeholder
+        if not result.original and (result.error is not None or result.skipped is not None):
+            # unreadable as text, or empty: the bytes as they are (an empty file stays), never a placeholder
+            _copy_as_is(result.source, target)
         elif result.skipped is None or result.text:
             write(run, result, target, durable=False, mode=_mode(result.source))
     elif isinstance(writer, JsonWriter):

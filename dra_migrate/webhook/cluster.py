@@ -88,9 +88,11 @@ class ClusterWatch:
         timeout: float,
         on_api_error: Callable[[str, str], None] = lambda operation, reason: None,
         on_event: Callable[[str, str], None] = lambda resource, kind: None,
+        on_alive: Callable[[str], None] = lambda resource: None,
     ) -> None:
         self._api = api
         self._on_event = on_event
+        self._on_alive = on_alive
         self._configured = configured
         self._detect = detect_target
         self._timeout = timeout
@@ -103,7 +105,13 @@ class ClusterWatch:
 
     def _cache(self, resource: Any, keep: Any) -> Any:
         return WatchCache(
-            self._api, resource, keep, timeout=self._timeout, on_api_error=self._on_api_error, on_event=self._on_event
+            self._api,
+            resource,
+            keep,
+            timeout=self._timeout,
+            on_api_error=self._on_api_error,
+            on_event=self._on_event,
+            on_alive=self._on_alive,
         )
 
     def start(self) -> ClusterCaches:

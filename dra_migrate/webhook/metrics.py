@@ -15,6 +15,8 @@ in-process use) the ordinary in-memory registry is used.
     dra_migrate_webhook_certificate_reload_failures_total       rotated TLS files not taken
     dra_migrate_webhook_watch_events_total{resource,type}       changes applied to the server's watched
                                                                 copies of the cluster (webhook/cluster.py)
+    dra_migrate_webhook_watch_alive_timestamp_seconds{resource} last sign of life of a copy's list or
+                                                                watch (the stalest worker's)
     dra_migrate_webhook_connections_closed_total{reason}        connections the server closed to keep
                                                                 slots free (webhook/connections.py)
 
@@ -29,6 +31,7 @@ import contextlib
 import functools
 import logging
 import os
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, ParamSpec
@@ -84,6 +87,15 @@ WATCH_EVENTS = Counter(
     ["resource", "type"],
 )
 
+WATCH_ALIVE = Gauge(
+    "dra_migrate_webhook_watch_alive_timestamp_seconds",
+    "Unix time of the last sign of life of the list or watch behind a watched copy of the cluster (a list, "
+    "an event, a bookmark, the server's end of a watch), or of the watch's start before its first list; "
+    "the stalest live worker's.",
+    ["resource"],
+    multiprocess_mode="livemin",
+)
+
 CONNECTIONS_CLOSED = Counter(
     "dra_migrate_webhook_connections_closed",
     "Connections closed to keep connection slots free: client_over_share (closed before its handshake), "
@@ -92,6 +104,8 @@ CONNECTIONS_CLOSED = Counter(
 )
 CLIENT_OVER_SHARE = "client_over_share"
 RECLAIMED_WAITING = "reclaimed_waiting"
+for _reason in (CLIENT_OVER_SHARE, RECLAIMED_WAITING):  # 0 from the start, so the first closure shows in rate()
+    CONNECTIONS_CLOSED.labels(_reason)
 
 INVALID_OUTCOME = "invalid"
 SHED_OUTCOME = "shed_overloaded"
@@ -210,3 +224,12 @@ _EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED"})
 def watch_event(resource: str, kind: str) -> None:
     """One change applied to a watched copy (resource and type from fixed sets)."""
     WATCH_EVENTS.labels(resource if resource in _WATCHED else "other", kind if kind in _EVENT_TYPES else "other").inc()
+
+
+_watch_alive_gauge = functools.lru_cache(maxsize=8)(WATCH_ALIVE.labels)
+
+
+@_never_raises
+def watch_alive(resource: str) -> None:
+    """A watched copy's list or watch showed a sign of life now (an age alert reads it)."""
+    _watch_alive_gauge(resource if resource in _WATCHED else "other").set(time.time())

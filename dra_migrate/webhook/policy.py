@@ -38,21 +38,63 @@ class QuotaGap(enum.StrEnum):
 WEBHOOK_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
+    "description": "how the admission webhook decides",
     "properties": {
-        "mode": {"enum": [m.value for m in Mode]},
-        "apiUnavailable": {"enum": ["deny", "admit"]},
+        "mode": {
+            "enum": [m.value for m in Mode],
+            "default": Mode.ENFORCE.value,
+            "description": "enforce: mutate pods and create their templates; audit: warnings and audit annotations "
+            "only, the in-cluster dry run before switching on",
+        },
+        "apiUnavailable": {
+            "enum": ["deny", "admit"],
+            "default": "deny",
+            "description": "when the Kubernetes API does not answer (no answer, a timeout, 5xx, 429): refuse the "
+            "pod, or admit it unconverted with a warning; any other API error refuses the pod",
+        },
         # Deprecated: the top-level `strategy` decides with the cluster's DeviceClasses (webhook/extended.py).
-        "extendedResourceClasses": {"enum": ["warn", "skip"], "deprecated": True},
-        "quotaGap": {"enum": [q.value for q in QuotaGap]},
+        "extendedResourceClasses": {
+            "enum": ["warn", "skip"],
+            "deprecated": True,
+            "description": "replaced by the top-level strategy, which the webhook applies with the cluster's "
+            "DeviceClasses; skip still leaves every name a DeviceClass serves to the scheduler, warn does nothing",
+        },
+        "quotaGap": {
+            "enum": [q.value for q in QuotaGap],
+            "default": QuotaGap.DENY.value,
+            "description": "a ResourceQuota that converted pods would escape: refuse the pod naming the quota key "
+            "to add, convert with a warning, or convert silently",
+        },
         "excludedNamespaces": {
             "type": "array",
             "items": {"type": "string", "pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", "maxLength": 63},
             "uniqueItems": True,
+            "default": list(DEFAULT_EXCLUDED_NAMESPACES),
+            "description": "namespaces whose pods are never converted (as the namespaceSelector); the server adds "
+            "the namespace it runs in",
         },
-        "maxTemplatesPerNamespace": {"type": "integer", "minimum": 1, "maximum": 100_000},
-        "apiTimeoutSeconds": {"type": "number", "exclusiveMinimum": 0, "maximum": 30},
+        "maxTemplatesPerNamespace": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 100_000,
+            "default": DEFAULT_MAX_TEMPLATES_PER_NAMESPACE,
+            "description": "ResourceClaimTemplates the webhook creates per namespace, at most",
+        },
+        "apiTimeoutSeconds": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "maximum": 30,
+            "default": 2,
+            "description": "the timeout of one Kubernetes API call; a review's calls share twice this, cut to what "
+            "is left of the review's 4.5 s",
+        },
         # Accepted so older files still load; the caches now follow a watch and need no expiry.
-        "cacheSeconds": {"type": "number", "minimum": 0, "deprecated": True},
+        "cacheSeconds": {
+            "type": "number",
+            "minimum": 0,
+            "deprecated": True,
+            "description": "no effect: the server's copies of the cluster follow a watch",
+        },
     },
 }
 

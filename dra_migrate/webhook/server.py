@@ -130,6 +130,7 @@ def build_app(
         timeout=policy.api_timeout_seconds,
         on_api_error=metrics.api_error,
         on_event=metrics.watch_event,
+        on_alive=metrics.watch_alive,
     ).start()
     reviewer = Reviewer.for_api(
         config, api, policy=policy, caches=caches, on_created=metrics.template_created, on_api_error=metrics.api_error

@@ -66,9 +66,11 @@ class WatchCache(Generic[T]):
         timeout: float,
         on_api_error: Callable[[str, str], None] = lambda operation, reason: None,
         on_event: Callable[[str, str], None] = lambda resource, kind: None,
+        on_alive: Callable[[str], None] = lambda resource: None,
     ) -> None:
         self._api = api
         self._on_event = on_event
+        self._on_alive = on_alive  # each sign of life, and the start: a watch that never lists ages too
         self._resource = resource
         self._keep = keep
         self._timeout = timeout
@@ -101,6 +103,7 @@ class WatchCache(Generic[T]):
         """Start the watch thread in this process (call after fork); idempotent."""
         with self._lock:
             if self._thread is None:
+                self._on_alive(self._resource.plural)
                 self._thread = threading.Thread(target=self._run, name=f"watch-{self._resource.plural}", daemon=True)
                 self._thread.start()
 
@@ -136,6 +139,10 @@ class WatchCache(Generic[T]):
             if int(version) > self._seen_version and name not in self._by_namespace.get(namespace, {}):
                 self._by_namespace.setdefault(namespace, {})[name] = self._keep(obj)
                 self._generation += 1
+
+    def _lived(self) -> None:
+        self._alive = time.monotonic()
+        self._on_alive(self._resource.plural)
 
     def _saw(self, version: str) -> None:
         if version.isdigit():
@@ -194,7 +201,7 @@ class WatchCache(Generic[T]):
             self._generation += 1
             self._seen_version = 0
             self._saw(page.resource_version)
-        self._alive = time.monotonic()
+        self._lived()
         self._synced.set()
         if self._last_error:
             log.info("%s: watching again", self._resource.plural)
@@ -206,7 +213,7 @@ class WatchCache(Generic[T]):
         seconds = int(WATCH_SECONDS * random.uniform(1.0, WATCH_JITTER))
         started = time.monotonic()
         for kind, obj in self._api.watch(self._resource, resource_version, seconds):
-            self._alive = time.monotonic()
+            self._lived()
             namespace, name, version = object_key(obj)
             resource_version = version or resource_version
             if kind == "BOOKMARK":
@@ -224,7 +231,7 @@ class WatchCache(Generic[T]):
                 self._generation += 1
                 self._saw(version)
             self._on_event(self._resource.plural, kind)
-        self._alive = time.monotonic()  # the server ended the watch: the connection was alive
+        self._lived()  # the server ended the watch: the connection was alive
         if time.monotonic() - started < 1.0:
             self._stop.wait(RETRY_MIN_SECONDS)  # a server ending watches at once must not make us spin
         return resource_version

@@ -40,6 +40,25 @@ def require_kubectl() -> Path:
     return found
 
 
+def require_standalone_kustomize() -> str:
+    """The standalone kustomize (tests/translator/build-kustomize.sh): $KUSTOMIZE, on PATH, or built in the
+    cache. kubectl kustomize has no --enable-exec, so exec KRM functions need it."""
+    import shutil
+
+    configured = os.environ.get("KUSTOMIZE")
+    cache = Path(os.environ.get("DRA_MIGRATE_CACHE") or Path.home() / ".cache" / "dra-migrate")
+    cached = sorted(cache.glob("kustomize-v*/kustomize"))
+    found = (
+        shutil.which(configured) if configured else shutil.which("kustomize") or (str(cached[-1]) if cached else None)
+    )
+    if found is None:
+        message = "no kustomize: run tests/translator/build-kustomize.sh (kubectl kustomize has no --enable-exec)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return found
+
+
 def kubectl_read(kubectl: Path, manifest: str) -> dict[str, Any]:
     """The one object in `manifest` as kubectl decodes it (raises with kubectl's message on failure)."""
     objects = kubectl_read_all(kubectl, manifest)

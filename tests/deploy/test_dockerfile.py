@@ -82,5 +82,5 @@ def test_dockerignore_keeps_junk_and_secrets_out() -> None:
     }
     for required in (".git", ".venv", "tests", "deploy", "**/__pycache__", "**/*.key"):
         assert required in patterns, f".dockerignore must exclude {required}"
-    for needed in ("pyproject.toml", "README.md", "dra_migrate", "*", "**"):
+    for needed in ("pyproject.toml", "README.md", "LICENSE", "dra_migrate", "*", "**"):
         assert needed not in patterns, f".dockerignore must not exclude {needed} (pip wheel . needs it)"

@@ -64,8 +64,8 @@ HELM_LABELS = {
 }
 HASHED_CONFIG_MAP = re.compile(r"^(dra-migrate-config)-[a-z0-9]{10}$")
 
-# What differs between the chart and deploy/ on purpose, and the word README's "Install with Helm"
-# uses for each (test_documented_differences_are_in_the_readme).
+# What differs between the chart and deploy/ on purpose, and the word docs/deployment.md's "Install with
+# Helm" uses for each (test_documented_differences_are_in_the_docs).
 DOCUMENTED_DIFFERENCES = {
     "namespace": "Helm installs into an existing release namespace (helm install -n NS --create-namespace); "
     "a chart that also creates that namespace cannot be installed",
@@ -288,11 +288,11 @@ def test_client_certificates_are_wired_the_same_by_the_chart_and_the_kustomize_c
     assert "--client-ca" not in container(helm.template())["args"]  # off by default
 
 
-def test_documented_differences_are_in_the_readme() -> None:
-    readme = (DEPLOY_DIR.parent / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### Install with Helm", 1)[1].split("\n## ", 1)[0]
+def test_documented_differences_are_in_the_docs() -> None:
+    page = (DEPLOY_DIR.parent / "docs" / "deployment.md").read_text(encoding="utf-8")
+    section = page.split("\n## Install with Helm\n", 1)[1].split("\n## ", 1)[0]
     for topic in DOCUMENTED_DIFFERENCES:
-        assert topic in section, f"README 'Install with Helm' does not mention {topic}"
+        assert topic in section, f"docs/deployment.md 'Install with Helm' does not mention {topic}"
 
 
 # --------------------------------------------------------------------------- matchConditions

@@ -242,7 +242,7 @@ def _as_user(runtime: Stage) -> dict[str, Any]:
 
 
 def test_build_context_follows_dockerignore(image: Image) -> None:
-    assert {"pyproject.toml", "README.md", "dra_migrate/__init__.py"} <= set(image.context)
+    assert {"pyproject.toml", "README.md", "LICENSE", "dra_migrate/__init__.py"} <= set(image.context)
     for path in image.context:
         top = path.split("/")[0]
         assert top not in {".git", ".venv", "tests", "deploy", "bench", ".ci"}, path

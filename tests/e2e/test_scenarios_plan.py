@@ -132,8 +132,11 @@ def test_the_plan_of_a_live_cluster(
     )
     assert {**json.loads(from_snapshot.stdout), "cluster": ""} == {**plan, "cluster": ""}
 
-    # what --write produced is accepted by the apiserver
-    for name in ("deviceclasses.yaml", "quotas.yaml"):
+    # what --write produced is accepted by the apiserver; no DeviceClass with extendedResourceName where the
+    # release drops the field (its gate off by default)
+    written = target.feature_enabled("DRAExtendedResource")
+    assert (tmp_path / "out" / "deviceclasses.yaml").exists() is written
+    for name in ("deviceclasses.yaml", "quotas.yaml") if written else ("quotas.yaml",):
         path = str(tmp_path / "out" / name)
         applied = control_plane.kubectl("apply", "--server-side", "--dry-run=server", "-f", path, check=False)
         assert applied.returncode == 0, applied.stderr

@@ -13,10 +13,10 @@ import pytest
 from planning_support import api_node, cluster_state
 
 from dra_migrate.cli import main
+from dra_migrate.cluster.amdplugin import amd_plugins, partition_names
+from dra_migrate.cluster.nvidiaplugin import plugin_sources
 from dra_migrate.cluster.snapshot import write_snapshot
 from dra_migrate.cluster.state import ClusterState
-from dra_migrate.planning.amdplugin import amd_plugins, partition_names
-from dra_migrate.planning.deviceplugin import plugin_sources
 
 GPU_NODES = {"feature.node.kubernetes.io/amd-gpu": "true"}
 

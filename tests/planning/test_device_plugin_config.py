@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from dra_migrate.cluster.state import ClusterState
-from dra_migrate.planning.deviceplugin import (
+from dra_migrate.cluster.nvidiaplugin import (
     PluginConfig,
     Sharing,
     config_for,
@@ -17,6 +16,7 @@ from dra_migrate.planning.deviceplugin import (
     parse_config,
     plugin_sources,
 )
+from dra_migrate.cluster.state import ClusterState
 
 
 def _sharing(section: str, extra: str = "", resource: str = "") -> str:
@@ -33,8 +33,9 @@ def _sharing(section: str, extra: str = "", resource: str = "") -> str:
             Sharing("time-slicing", 4, "nvidia.com/gpu.shared", False, "nvidia.com/gpu"),
         ),
         (
+            # the plugin ignores a resource's own rename (v0.20.0 DisableResourceNamingInConfig)
             _sharing("timeSlicing", "", "      rename: nvidia.com/gpu-quarter\n"),
-            Sharing("time-slicing", 4, "nvidia.com/gpu-quarter", False, "nvidia.com/gpu"),
+            Sharing("time-slicing", 4, "nvidia.com/gpu", False, "nvidia.com/gpu"),
         ),
         (
             _sharing("timeSlicing", "    failRequestsGreaterThanOne: true\n"),
@@ -42,7 +43,7 @@ def _sharing(section: str, extra: str = "", resource: str = "") -> str:
         ),
         (_sharing("mps"), Sharing("mps", 4, "nvidia.com/gpu", True, "nvidia.com/gpu")),
     ],
-    ids=["time-slicing", "rename-by-default", "rename", "fail-more-than-one", "mps"],
+    ids=["time-slicing", "rename-by-default", "rename-ignored", "fail-more-than-one", "mps"],
 )
 def test_a_shared_name_is_what_the_node_advertises(text: str, expected: Sharing) -> None:
     assert parse_config(text).sharing == (expected,)

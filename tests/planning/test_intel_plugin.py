@@ -11,10 +11,10 @@ import pytest
 from planning_support import api_node, cluster_state
 
 from dra_migrate.cli import main
+from dra_migrate.cluster.intelplugin import intel_node_sharing, intel_shares
+from dra_migrate.cluster.nvidiaplugin import Sharing
 from dra_migrate.cluster.snapshot import write_snapshot
 from dra_migrate.cluster.state import ClusterState
-from dra_migrate.planning.deviceplugin import Sharing
-from dra_migrate.planning.intelplugin import intel_node_sharing, intel_shares
 
 NODE_LABEL = {"intel.feature.node.kubernetes.io/gpu": "true"}
 

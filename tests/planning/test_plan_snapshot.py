@@ -106,7 +106,8 @@ def test_with_consumable_shares_a_time_sliced_pool_moves_and_its_shares_become_c
     assert values == {
         "featureGates": {"ConsumableShares": True},
         "consumableShares": "4",
-        "kubeletPlugin": {"nodeSelector": {POOL: "shared"}},
+        # the pool's nodes whose per-node config shares (nvidia.com/device-plugin.config), not the whole pool
+        "kubeletPlugin": {"nodeSelector": {POOL: "shared", "nvidia.com/device-plugin.config": "shared"}},
     }
 
     manifest = tmp_path / "notebook.yaml"

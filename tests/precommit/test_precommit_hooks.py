@@ -268,3 +268,62 @@ def test_convert_hook_rewrites_the_file_then_the_staged_result_commits(convert_p
     second = convert_project.commit()
     assert second.returncode == 0, _output(second)
     assert convert_project.commits() == 1
+
+
+GPU_DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: infer
+spec:
+  selector: {matchLabels: {app: infer}}
+  template:
+    metadata: {labels: {app: infer}}
+    spec:
+      containers:
+      - name: server
+        image: vllm
+        resources:
+          limits:
+            nvidia.com/gpu: 2
+"""
+
+FOUR_GPUS_PATCH = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: infer
+spec:
+  template:
+    spec:
+      containers:
+      - name: server
+        resources:
+          limits:
+            nvidia.com/gpu: 4
+"""
+
+
+def test_convert_hook_refuses_a_staged_base_that_an_unstaged_overlay_patches(
+    convert_project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pre-commit passes only the staged base; the overlay in the repository patches the same Deployment
+    to 4 GPUs. Converting the base alone would render 4 device-plugin GPUs plus a 2-GPU claim: the hook
+    refuses, names the overlay and its patch, and rewrites nothing."""
+    from kubectl import require_kubectl
+
+    convert_project.env["DRA_MIGRATE_KUSTOMIZE"] = str(require_kubectl())
+    convert_project.write("base/kustomization.yaml", "resources:\n- deploy.yaml\n")
+    base = convert_project.write("base/deploy.yaml", GPU_DEPLOYMENT)
+    convert_project.write("overlays/prod/kustomization.yaml", "resources:\n- ../../base\npatches:\n- path: gpus.yaml\n")
+    convert_project.write("overlays/prod/gpus.yaml", FOUR_GPUS_PATCH)
+    convert_project.stage("overlays")  # the repository as it is: the overlay committed before the hook
+    _git(convert_project.env, convert_project.path, "commit", "--no-verify", "--quiet", "--message", "overlay")
+    convert_project.stage("base")
+    result = convert_project.commit("base")
+    text = _output(result)
+    assert result.returncode != 0, text
+    assert "- exit code: 2" in _shown(result), text
+    assert "overlays/prod/kustomization.yaml" in _shown(result) and "overlays/prod/gpus.yaml" in _shown(result), text
+    assert base.read_text(encoding="utf-8") == GPU_DEPLOYMENT, "the base must not be rewritten"
+    assert not (convert_project.path / "base" / "dra-migrate-templates.yaml").exists()

@@ -115,7 +115,7 @@ def test_text_report_fits_100_columns_with_kind_name_and_relative_paths(
     result = run_cli("convert", "--report", "text", "a")
     lines = result.stderr.splitlines()
     assert lines[0] == "a/very/long/directory/name/for/the/manifests/of/a/team/pod.yaml"
-    assert lines[1] == "  Pod ml/half (document 1)"
+    assert lines[1] == "  Pod ml/half (document 1, line 1)"  # BAD_COUNTS starts with the Pod's apiVersion
     assert all(len(line) <= 100 for line in lines[:-1]), lines
     assert "1 file (0 changed, 1 unchanged, 1 with errors)" in lines[-1] and "2 errors" in lines[-1]
 

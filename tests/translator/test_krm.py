@@ -9,7 +9,6 @@ where it fails.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
+from kubectl import require_standalone_kustomize
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "krm"
@@ -144,22 +144,8 @@ def test_bad_input_is_a_clear_error(stdin: str, message: str) -> None:
     assert message in done.stderr and "Traceback" not in done.stderr
 
 
-def _kustomize() -> str | None:
-    configured = os.environ.get("KUSTOMIZE")
-    if configured:
-        return shutil.which(configured)
-    cache = Path(os.environ.get("DRA_MIGRATE_CACHE", Path.home() / ".cache" / "dra-migrate"))
-    cached = sorted(cache.glob("kustomize-v*/kustomize"))
-    return shutil.which("kustomize") or (str(cached[-1]) if cached else None)
-
-
 def test_kustomize_runs_the_example_as_an_exec_function() -> None:
-    kustomize = _kustomize()
-    if kustomize is None:
-        message = "no kustomize: run tests/translator/build-kustomize.sh (kubectl kustomize has no --enable-exec)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
+    kustomize = require_standalone_kustomize()
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     done = subprocess.run(
         [kustomize, "build", "--enable-alpha-plugins", "--enable-exec", str(EXAMPLE)],

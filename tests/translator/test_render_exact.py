@@ -71,7 +71,8 @@ def _refused(run_cli: Runner, root: Path, *arguments: str) -> list[str]:
     result = run_cli("convert", "--in-place", "--report", "json", *(arguments or (str(root),)))
     assert result.code == 2, result.stderr
     assert snapshot(root) == before, "a root whose render is not the conversion was written"
-    return [r["message"] for r in _findings(result.stderr, "render-mismatch")]
+    refusals = _findings(result.stderr, "render-mismatch") + _findings(result.stderr, "render-not-built")
+    return [r["message"] for r in refusals]
 
 
 def test_an_overlay_count_patch_keeps_the_base_tolerations(run_cli: Runner, tmp_path: Path) -> None:
@@ -263,7 +264,8 @@ def test_a_root_reading_a_file_outside_the_inputs_is_refused_saying_so(run_cli: 
         },
     )
     (message,) = _refused(run_cli, tmp_path, str(tmp_path / "app"))
-    assert message.startswith("it reads files outside the inputs") and "shared/app.env" in message
+    assert message.startswith("it reads files outside the repository") and "shared/app.env" in message
+    assert "--repository" in message
 
 
 def test_diff_shows_no_change_that_convert_would_not_write(run_cli: Runner, tmp_path: Path) -> None:
@@ -295,9 +297,11 @@ def test_an_overlay_patching_a_remote_base_is_refused(run_cli: Runner, tmp_path:
     assert remote in message and "remote base not converted with it" in message
 
 
-def test_an_overlay_adding_its_own_gpu_workload_beside_a_remote_base_converts(run_cli: Runner, tmp_path: Path) -> None:
-    """Nothing of the remote base is patched: the overlay's own resources convert (the render cannot be
-    built here, which is a warning)."""
+def test_an_overlay_with_its_own_gpu_workload_beside_a_remote_base_needs_the_flag(
+    run_cli: Runner, tmp_path: Path
+) -> None:
+    """Its render cannot be built here (the remote base is not fetched): refused, nothing written, unless
+    the user turns verification off, which the run then says."""
     write_tree(
         tmp_path,
         {
@@ -305,7 +309,9 @@ def test_an_overlay_adding_its_own_gpu_workload_beside_a_remote_base_converts(ru
             "prod/gpu.yaml": DEPLOYMENT,
         },
     )
-    result = run_cli("convert", "--in-place", "--report", "json", str(tmp_path))
+    (message,) = _refused(run_cli, tmp_path)
+    assert "a remote base verification does not fetch" in message and "--no-verify-render" in message
+    result = run_cli("convert", "--in-place", "--report", "json", "--no-verify-render", str(tmp_path))
     assert result.code == 0, result.stderr
     assert _findings(result.stderr, "render-not-verified")
     assert "resourceClaims" in (tmp_path / "prod" / "gpu.yaml").read_text()

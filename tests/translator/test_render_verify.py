@@ -97,7 +97,7 @@ def _refused_and_untouched(run_cli: Runner, root: Path, *extra: str) -> list[dic
     result = run_cli("convert", "--in-place", "--report", "json", *extra, str(root))
     assert result.code == 2, result.stderr
     assert _snapshot(root) == before, "a root that failed verification was written"
-    mismatches = _rows(result.stderr, "render-mismatch")
+    mismatches = _rows(result.stderr, "render-mismatch") + _rows(result.stderr, "render-not-built")
     assert mismatches and all(r["severity"] == "error" for r in mismatches)
     return mismatches
 
@@ -167,7 +167,7 @@ def test_an_overlay_that_renames_the_templates_is_refused(run_cli: Runner, tmp_p
 
 def test_an_overlay_converted_without_its_base_is_refused_naming_the_base(run_cli: Runner, tmp_path: Path) -> None:
     mismatches = _refused_and_untouched(run_cli, _overlay_and_base(tmp_path) / "overlays")
-    assert any(str((tmp_path / "base").resolve()) in r["message"] and "base" in r["message"] for r in mismatches)
+    assert any("base/deployment.yaml" in r["message"] and "were not converted" in r["message"] for r in mismatches)
 
 
 def test_an_overlay_without_its_base_is_refused_even_without_kustomize(
@@ -176,7 +176,7 @@ def test_an_overlay_without_its_base_is_refused_even_without_kustomize(
     monkeypatch.delenv("DRA_MIGRATE_KUSTOMIZE")
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     mismatches = _refused_and_untouched(run_cli, _overlay_and_base(tmp_path) / "overlays")
-    assert any("outside the inputs" in r["message"] for r in mismatches)
+    assert any("no kustomize or kubectl found" in r["message"] for r in mismatches)
 
 
 def test_diff_exits_2_for_a_render_that_changes(run_cli: Runner, tmp_path: Path) -> None:
@@ -187,24 +187,35 @@ def test_diff_exits_2_for_a_render_that_changes(run_cli: Runner, tmp_path: Path)
     assert _rows(result.stderr, "render-mismatch")
 
 
-def test_the_flag_turns_verification_off(run_cli: Runner, tmp_path: Path) -> None:
+@pytest.mark.parametrize("report", ["json", "text", "none"])
+def test_the_flag_turns_verification_off_and_every_report_says_so(run_cli: Runner, tmp_path: Path, report: str) -> None:
     _base(tmp_path, ONE_CONTAINER)
     _lay_out(tmp_path, RENAMED)
-    result = run_cli("convert", "--in-place", "--report", "json", "--no-verify-render", str(tmp_path))
+    result = run_cli("convert", "--in-place", "--report", report, "--no-verify-render", str(tmp_path))
     assert result.code == 0
-    assert not _rows(result.stderr, "render-verified") and not _rows(result.stderr, "render-mismatch")
+    assert "render-verified:" not in result.stderr and "render-mismatch" not in result.stderr
+    assert '"render-verified"' not in result.stderr
+    if report == "json":
+        assert json.loads(result.stderr)["summary"]["rootsNotVerified"] == 2
+        (row,) = _rows(result.stderr, "render-not-verified")
+        assert "--no-verify-render" in row["message"]
+    else:  # the one-line summary, printed in a pipe too
+        assert "2 kustomization roots NOT render-verified (--no-verify-render)" in result.stderr.splitlines()[-1]
 
 
-def test_without_kustomize_or_kubectl_the_run_says_it_did_not_verify(
+def test_without_kustomize_or_kubectl_a_root_that_renders_a_change_is_refused(
     run_cli: Runner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("DRA_MIGRATE_KUSTOMIZE")
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     _base(tmp_path, ONE_CONTAINER)
+    before = (tmp_path / "base" / "deployment.yaml").read_text()
     result = run_cli("convert", "--in-place", "--report", "json", str(tmp_path))
-    assert result.code == 0
-    (row,) = _rows(result.stderr, "render-not-verified")
-    assert row["severity"] == "warning" and "kubectl" in row["message"]
+    assert result.code == 2
+    (row,) = _rows(result.stderr, "render-not-built")
+    assert "no kustomize or kubectl found" in row["message"] and "--no-verify-render" in row["message"]
+    assert (tmp_path / "base" / "deployment.yaml").read_text() == before
+    assert not (tmp_path / "base" / "dra-migrate-templates.yaml").exists()
 
 
 def test_a_real_kustomize_binary_renders_the_same_way(run_cli: Runner, tmp_path: Path) -> None:

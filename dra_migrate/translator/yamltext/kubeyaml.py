@@ -207,10 +207,22 @@ def _construct_plain(loader: yaml.SafeLoader, node: Any) -> Any:
     return _SAFE_CONSTRUCTORS[node.tag](loader, node)
 
 
+def _construct_application_tagged(loader: yaml.SafeLoader, node: Any) -> Any:
+    """A node with a tag no Kubernetes reader knows (`!Ref`, `!!python/name:...`, as in CloudFormation or
+    mkdocs.yml): go-yaml v2, kubectl's reader, keeps its plain value (a scalar's text, the mapping or list),
+    so the file reads as data and is judged on its content instead of failing as invalid YAML."""
+    if isinstance(node, ScalarNode):
+        return loader.construct_scalar(node)
+    if isinstance(node, SequenceNode):
+        return loader.construct_sequence(node, deep=True)
+    return loader.construct_mapping(node, deep=True)
+
+
 _SAFE_CONSTRUCTORS = {tag: yaml.SafeLoader.yaml_constructors[tag] for tag in (BOOL, INT, FLOAT)}
 for _tag in (BOOL, INT, FLOAT):
     KubeLoader.add_constructor(_tag, _construct_plain)
 KubeLoader.add_constructor(MERGE, lambda loader, node: node.value)  # a `<<` value: the string
+KubeLoader.add_constructor(None, _construct_application_tagged)
 
 
 class KubeDumper(yaml.CSafeDumper):

@@ -26,7 +26,7 @@ from dra_migrate.translator.yamltext import kubeyaml
 
 _MARKER = re.compile(r"^(?:(---)|\.\.\.)(?=[ \t\r\n]|\Z)", re.M)
 # a line holding YAML content: not blank, not a comment, not a directive or a marker
-_CONTENT = re.compile(r"^\ufeff?(?!%|(?:---|\.\.\.)(?:[ \t\r\n]|\Z))[ \t]*[^ \t\r\n#\ufeff]", re.M)
+CONTENT_LINE = re.compile(r"^\ufeff?(?!%|(?:---|\.\.\.)(?:[ \t\r\n]|\Z))[ \t]*[^ \t\r\n#\ufeff]", re.M)
 
 
 class Document:
@@ -72,7 +72,7 @@ def _line_end(text: str, pos: int) -> int:
 def scan_document_starts(text: str) -> list[int] | None:
     starts: list[int] = []
     first = _MARKER.search(text)
-    if _CONTENT.search(text, 0, len(text) if first is None else first.start()):
+    if CONTENT_LINE.search(text, 0, len(text) if first is None else first.start()):
         starts.append(0)  # an implicit first document
     after_end = -1  # where the last `...` line ended, while no `---` followed yet
     for marker in _MARKER.finditer(text):

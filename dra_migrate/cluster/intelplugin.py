@@ -9,8 +9,8 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple
 
+from dra_migrate.cluster.nvidiaplugin import Sharing
 from dra_migrate.cluster.state import ClusterState, allocatable_of, labels_of
-from dra_migrate.planning.deviceplugin import Sharing
 
 NAMES = ("gpu.intel.com/i915", "gpu.intel.com/xe")
 _FLAG = re.compile(r"^--?shared-dev-num(?:=(\d+))?$")
