@@ -11,6 +11,7 @@ from dra_migrate.engine.containers import pod_containers
 from dra_migrate.engine.deviceclasses import serving_class
 from dra_migrate.engine.dra.writers import write_hub
 from dra_migrate.engine.findings import Finding, Findings, PathParts, json_path
+from dra_migrate.engine.helmhooks import hook_annotations, hook_templates
 from dra_migrate.engine.invalid import check_pod_spec
 from dra_migrate.engine.legacy_pod import flatten_claim_sources
 from dra_migrate.engine.mapping import DeviceRequestSpec, is_extended_resource
@@ -188,6 +189,8 @@ def _convert_workload(obj: dict[str, Any], config: Config) -> ConversionResult:
             trainer.cluster_runtime_templates(list(templates.values()), findings)
     # Templates are built in the hub form (v1); write them in the version the target serves.
     written = [write_hub(t, "ResourceClaimTemplate", config.target) for t in templates.values()]
+    if hook_annotations(obj) is not None:  # a Helm hook's templates are hooks before it
+        written = hook_templates(obj, out, (spec for _, spec in config.workloads.pod_specs(out)), written)
     return ConversionResult(out, True, written, findings.items, list(extended.values()), conversions)
 
 

@@ -17,7 +17,7 @@ from dra_migrate.engine.mapping import DeviceRequestSpec, MappingTable
 
 # Compiled by re on first use: only kinds with no known pod specs are walked for it.
 _RESOURCE_NAME = r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?"
-MAX_PER_OBJECT = 10  # the first ones make the point; a report of thousands does not
+FIELDS_SHOWN = 3  # the first fields make the point; a report of thousands does not
 
 # (API group, kind) of objects that hold no pod resources, or whose names are handled elsewhere
 _CORE_KINDS = """
@@ -79,20 +79,28 @@ def _occurrences(obj: dict[str, Any], mappings: MappingTable) -> Iterator[tuple[
 
 
 def report_unknown_kind(obj: dict[str, Any], group: str, mappings: MappingTable) -> list[Finding]:
-    """A warning per mapped name in an object of a kind with no known pod specs (up to MAX_PER_OBJECT)."""
+    """One warning for an object of a kind with no known pod specs that names mapped resources: at the
+    first field, naming every field up to FIELDS_SHOWN (one object is one thing to teach the engine)."""
     kind = str(obj.get("kind"))
     if (group, kind) in NOT_WALKED:
         return []
-    findings = Findings()
-    api_group = group or '""'
-    for count, (path, name) in enumerate(_occurrences(obj, mappings)):
-        if count == MAX_PER_OBJECT:
+    found: list[tuple[PathParts, str]] = []
+    for path, name in _occurrences(obj, mappings):
+        found.append((path, name))
+        if len(found) > FIELDS_SHOWN:
             break
-        findings.warning(
-            "unknown-kind",
-            json_path(*path),
-            f"{kind} ({obj.get('apiVersion')}) is not a kind dra-migrate knows, and it names {name}, which is "
-            "not converted here; if it holds pod specs, list them in the configuration under workloads: "
-            f"(apiGroup: {api_group}, kind: {kind}, podSpecPaths)",
-        )
+    if not found:
+        return []
+    names = sorted({name for _, name in found})
+    fields = ", ".join(json_path(*path) for path, _ in found[:FIELDS_SHOWN])
+    more = " and more" if len(found) > FIELDS_SHOWN else ""
+    api_group = group or '""'
+    findings = Findings()
+    findings.warning(
+        "unknown-kind",
+        json_path(*found[0][0]),
+        f"{kind} ({obj.get('apiVersion')}) is not a kind dra-migrate knows, and it names {', '.join(names)} "
+        f"({fields}{more}), which is not converted here; if it holds pod specs, list them in the configuration "
+        f"under workloads: (apiGroup: {api_group}, kind: {kind}, podSpecPaths)",
+    )
     return findings.items

@@ -56,8 +56,9 @@ def _argo(kind: str, spec_path: str = "spec") -> WorkloadKind:
 
 
 _TRAINJOB_REASON = (
-    "TrainJob asks for devices in spec.trainer.resourcesPerNode and its runtime builds the pods; convert the "
-    "(Cluster)TrainingRuntime's pod template instead"
+    "TrainJob asks for devices in spec.trainer.resourcesPerNode, which Trainer merges into its runtime's node "
+    "container as limits and requests only (claims there are dropped); move the count into the "
+    "(Cluster)TrainingRuntime's node container, drop it here, and convert the runtime"
 )
 # InferenceService predictor/explainer fields that each hold one container (KServe v1beta1 API).
 _KSERVE_MODEL_FORMATS = (

@@ -37,7 +37,7 @@ def config_for(args: argparse.Namespace, state: ClusterState) -> Config:
 
     target = args.target_version or state.minor_release
     try:
-        if args.target_version:
+        if args.target_version is not None:  # '' is a mistake, not the default
             Target.parse(args.target_version)
     except TargetVersionError as exc:
         raise ClusterSourceError(f"--target-version: {exc}") from None

@@ -37,7 +37,7 @@ def _start(args: argparse.Namespace, stream: bool) -> Run:
     if problem is not None:
         raise UsageError(problem)
     try:
-        if args.target_version:
+        if args.target_version is not None:  # '' is a mistake, not the default
             Target.parse(args.target_version)
     except TargetVersionError as exc:
         raise UsageError(f"--target-version: {exc}") from exc

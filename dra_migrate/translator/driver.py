@@ -31,6 +31,7 @@ from dra_migrate.translator.repository import Repository
 from dra_migrate.translator.runner import Work, default_jobs, read_error, run_files
 from dra_migrate.translator.sidefiles import SideFiles
 from dra_migrate.translator.sources import Source, common_base, discover, has_stdin
+from dra_migrate.translator.trainjobs import Override, override_of, refuse_overridden
 
 if TYPE_CHECKING:
     from dra_migrate.cluster.state import ClusterState
@@ -41,11 +42,12 @@ class UsageError(Exception):
     pass
 
 
-_EXISTING_MARKERS = ("ResourceClaimTemplate", "extendedResourceName")
+_EXISTING_MARKERS = ("ResourceClaimTemplate", "extendedResourceName", "resourcesPerNode")
 
 
 def _objects(text: str) -> list[Any]:
-    """Objects of the documents that can be a template or a KEP-5004 DeviceClass (only those are loaded)."""
+    """Objects of the documents that can be a template, a KEP-5004 DeviceClass or a TrainJob overriding
+    its runtime's resources (only those are loaded)."""
     if not any(marker in text for marker in _EXISTING_MARKERS):
         return []
     out: list[Any] = []
@@ -105,6 +107,7 @@ class Run:
         self.index = KustomizationIndex(self.names)
         self.top = self._repository_top(args)
         self.existing: dict[Path, set[TemplateKey]] = {}  # templates each input file already holds
+        self.trainjob_overrides: list[Override] = []
         self._prepass()
         # DeviceClasses among the inputs map names for the migration strategy (KEP-5004).
         input_classes = serving_classes(self.registry.device_classes)
@@ -192,6 +195,8 @@ class Run:
                         self.existing.setdefault(source.path.resolve(), set()).add(template_key(obj))
                 elif obj.get("kind") == "DeviceClass":
                     self.registry.note_device_class(obj)
+                elif (override := override_of(obj)) is not None:
+                    self.trainjob_overrides.append(override)  # translator.trainjobs
 
     def results(self) -> Iterator[FileResult]:
         total = sum(1 for _ in self.sources()) if self.reporter.progress_allowed and sys.stderr.isatty() else 0
@@ -283,7 +288,8 @@ class Run:
         if patch is not None:
             result = FileResult(source, text, patch.text)
             result.templates = list(patch.templates)
-            result.file_findings.append(Finding(Severity.INFO, "json-patch-converted", "", patch.summary))
+            if patch.rule is not None:
+                result.file_findings.append(Finding(Severity.INFO, patch.rule, "", patch.summary))
             return self.side.settle(result, owner)
         try:
             result = process(source, text, registry, options)
@@ -291,6 +297,7 @@ class Run:
             result = FileResult(source, text, text)
             result.error = f"internal error, file left unchanged: {type(exc).__name__}: {exc}"
             return result
+        refuse_overridden(result, self.trainjob_overrides)
         return self.side.settle(result, owner)
 
     def _bom_kustomization(self, path: Path) -> bool:
@@ -300,6 +307,7 @@ class Run:
 
     def place(self, result: FileResult) -> FileResult:
         registry, options, owner = self._unit(result.source)
+        refuse_overridden(result, self.trainjob_overrides)
         try:
             placed = place_templates(result, registry, options)
         except Exception as exc:  # as in whole(): the file is left unchanged and the run goes on

@@ -81,6 +81,14 @@ def _apply(state: Any, operations: Sequence[Operation]) -> Any:
     return state
 
 
+def apply_as_kustomize(state: Any, operations: Sequence[Operation]) -> Any | None:
+    """The operations applied as kustomize applies them; None where one does not apply."""
+    try:
+        return _apply(state, operations)
+    except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException):
+        return None
+
+
 def _as_kustomize_reads(state: Any, operation: Operation) -> Operation:
     if operation.get("op") != "replace" or not isinstance(operation.get("path"), str):
         return operation
@@ -101,15 +109,17 @@ def _describe(operation: Operation) -> str:
 def _rewrite_one(operations: list[Operation], target: dict[str, Any], config: Config) -> Rewrite:
     device = []
     state = target
+    failed: str | None = None  # the first operation that does not apply here
     for operation in operations:
         device.append(_touches_devices(operation, state, config))
         try:
             state = _apply(state, [operation])
         except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as exc:
-            # the objects of the bases' files: a field another overlay's patch adds is not there
-            return Rewrite(None, [], f"{_describe(operation)} does not apply to its bases' files as written: {exc}")
+            failed = failed or f"{_describe(operation)} does not apply to what its bases render: {exc}"
     if not any(device):
-        return Rewrite(None, [])
+        return Rewrite(None, [])  # kept as written, whatever kustomize makes of it: never a reason to refuse
+    if failed is not None:
+        return Rewrite(None, [], failed)
     guard = next((o for o, touches in zip(operations, device, strict=True) if touches and o.get("op") == "test"), None)
     if guard is not None:  # rewriting would drop the guard: the patch would apply whatever the base holds
         return Rewrite(None, [], f"{_describe(guard)} guards a device request, which the base's conversion removes")

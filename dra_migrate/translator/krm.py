@@ -34,6 +34,7 @@ from dra_migrate.engine import (
 from dra_migrate.exits import EXIT_OK, fail
 from dra_migrate.translator import limits
 from dra_migrate.translator.registry import Claim, TemplateRegistry, template_conflict
+from dra_migrate.translator.trainjobs import override_of, overriding, refusal
 from dra_migrate.translator.yamltext import kubeyaml
 
 RESOURCE_LIST = ("config.kubernetes.io/v1", "config.kubernetes.io/v1beta1")
@@ -83,6 +84,10 @@ def _read(text: str) -> dict[str, Any]:
     return data
 
 
+def _kind_of(value: Any) -> str:
+    return "a list" if isinstance(value, list) else f"the {type(value).__name__} {value!r}"[:80]
+
+
 def _settings(function_config: Any) -> tuple[Config, bool]:
     if function_config is None:
         return parse_settings({}).config, False
@@ -90,6 +95,8 @@ def _settings(function_config: Any) -> tuple[Config, bool]:
         raise KrmInputError("functionConfig: expected an object")
     if function_config.get("kind") == "ConfigMap":
         data = function_config.get("data") or {}
+        if not isinstance(data, dict):
+            raise KrmInputError(f"functionConfig: data: expected a map of strings, not {_kind_of(data)}")
         try:
             file_config = yaml.load(str(data.get("config", "")), Loader=yaml.CSafeLoader) or {}
         except yaml.YAMLError as exc:
@@ -102,6 +109,8 @@ def _settings(function_config: Any) -> tuple[Config, bool]:
         if target is not None and not isinstance(target, str):
             # ConfigMap data holds strings; a YAML number would also lose a release's zero (1.30 -> 1.3)
             raise KrmInputError(f'functionConfig: data.targetVersion: {target!r} is not a string; quote it ("1.34")')
+        if target == "":  # an unset variable in a pipeline, not the default
+            raise KrmInputError('functionConfig: data.targetVersion: empty; name a release ("1.34") or leave it out')
         return parse_settings(file_config, target).config, validate
     spec = function_config.get("spec") or {}
     if not isinstance(spec, dict):
@@ -124,6 +133,7 @@ def transform(items: list[Any], config: Config, validate: bool = False) -> tuple
     # DeviceClasses among the items map names for the migration strategy (KEP-5004), as in convert.
     served = serving_classes(registry.device_classes)
     config = with_served_classes(config, {name: classes[0] for name, classes in served.items()})
+    overrides = [o for o in map(override_of, items) if o is not None]  # translator.trainjobs
     out: list[Any] = []
     results: list[dict[str, Any]] = []
     for item in items:
@@ -134,6 +144,13 @@ def transform(items: list[Any], config: Config, validate: bool = False) -> tuple
         claims = [(t, registry.claim(t)) for t in converted.templates]
         new = [t for t, claim in claims if claim is Claim.NEW]
         findings = list(converted.findings)
+        metadata = _metadata(item)
+        name, namespace = metadata.get("name"), metadata.get("namespace")
+        trainjobs = (
+            overriding(item.get("apiVersion"), item["kind"], name, namespace, overrides) if converted.changed else []
+        )
+        if trainjobs:
+            findings.append(Finding(Severity.ERROR, "not-written", "", refusal(item["kind"], name, trainjobs)))
         findings.extend(template_conflict(t) for t, claim in claims if claim is Claim.CONFLICT)
         if validate:
             findings.extend(_schema_findings([o for o in (converted.object, *new) if o is not None], config))

@@ -1,11 +1,14 @@
-"""The JSON 6902 patches and replacements of a run's kustomizations, planned before any file is converted.
+"""The patches and replacements of a run's kustomizations, planned before any file is converted.
 
-Each patch that touches a mapped device is rewritten against the objects its kustomization renders
-from (translator.jsonpatches; an inline strategic-merge patch is converted like a patch file,
-translator.overlays): a patch file gets its new text, an inline patch a new text of its
-kustomization (`Kustomization.rewritten`). What cannot be rewritten exactly (and a `replacements`
-entry that substitutes a device count) is a problem of its kustomization: the run then writes
-nothing that kustomization renders from.
+Each kustomization's render is followed as kustomize builds it (its resources and bases, its
+components, then its strategic-merge patches, `patches` and JSON 6902 patches in that order), so
+every patch is planned against the objects it patches, earlier patches and overlay levels applied.
+A strategic-merge patch gets the form that takes the converted object where the conversion of the
+patched one is (translator.strategic); a JSON 6902 patch that touches a mapped device has its
+device operations rewritten (translator.jsonpatches), the others kept as written. A patch file gets
+its new text, an inline patch a new text of its kustomization (`Kustomization.rewritten`). What
+cannot be rewritten exactly (and a `replacements` entry that substitutes a device count) is a
+problem of its kustomization: the run then writes nothing that kustomization renders from.
 """
 
 from __future__ import annotations
@@ -19,10 +22,24 @@ from typing import Any, NamedTuple
 import yaml
 
 from dra_migrate.engine import Config, Severity, convert
-from dra_migrate.translator.jsonpatches import Operation, Rewrite, names_devices, operations_of, rewrite
-from dra_migrate.translator.kustomize import Kustomization, KustomizationIndex, PatchEntry, patch_entries, selects
+from dra_migrate.translator.jsonpatches import Operation, apply_as_kustomize, names_devices, operations_of, rewrite
+from dra_migrate.translator.kustomize import (
+    Kustomization,
+    KustomizationIndex,
+    PatchEntry,
+    patch_entries,
+    selects,
+)
 from dra_migrate.translator.overlays import claims_of, complete_patch
-from dra_migrate.translator.yamltext import edit_document, kubeyaml
+from dra_migrate.translator.strategic import (
+    Form,
+    UnsupportedDirectiveError,
+    is_keyed,
+    merge,
+    strategic_form,
+    targets_of,
+)
+from dra_migrate.translator.yamltext import edit_document, kubeyaml, split_stream
 from dra_migrate.translator.yamltext.jsonstyle import dump_json_like
 
 ReadText = Callable[[Path], str]  # raises OSError, UnicodeDecodeError or InputTooLargeError
@@ -38,6 +55,7 @@ class PatchFile(NamedTuple):
     text: str  # the rewritten patch file
     templates: list[dict[str, Any]]
     summary: str
+    rule: str | None = "json-patch-converted"  # None: the patch needs no change
 
 
 class PatchPlan:
@@ -49,8 +67,16 @@ class PatchPlan:
         self.inline: dict[Path, list[dict[str, Any]]] = {}  # kustomization file -> templates of its inline patches
         self.problems: list[PatchProblem] = []
         self._objects: dict[Path, list[dict[str, Any]]] = {}
+        self._renders: dict[Path, list[dict[str, Any]]] = {}
+        self._replacements_checked: set[Path] = set()
+        self._new_data: dict[Path, dict[str, Any]] = {}  # kustomization file -> its data with inline patches converted
         for kustomization in sorted(index.known(), key=lambda k: k.path):
-            self._plan(kustomization)
+            if kustomization.data.get("kind") == "Component":
+                continue  # its patches are planned where it is included
+            if self._patches_anything(kustomization):
+                self._render(kustomization)  # its bases' files are read only for this
+            else:
+                self._refuse_replacements(kustomization)
 
     # -- what a kustomization renders from -----------------------------------------------------
 
@@ -71,68 +97,164 @@ class PatchPlan:
             self._objects[path] = objects
         return self._objects[path]
 
-    def _bases(self, kustomization: Kustomization) -> Iterator[dict[str, Any]]:
-        """The original objects a kustomization's patches apply to: its resources and its bases'; for a
-        component, those of the kustomizations that include it."""
-        holders = [kustomization]
-        if kustomization.data.get("kind") == "Component":
-            holders += [k for k in self.index.known() if kustomization in self.index.reachable(k)]
-        files: dict[Path, str] = {}  # file -> the namespace its base's kustomization gives its objects
-        for holder in holders:
-            files.update((path, "") for path in holder.files - holder.patches)
-            for k in self.index.reachable(holder):
-                namespace = k.data.get("namespace")
-                files.update((path, str(namespace or "")) for path in k.files - k.patches)
-        for path in sorted(files):
-            namespace = files[path]
-            for obj in self._file_objects(path):
-                # a base renders its objects in its namespace before the overlay's patches see them
-                yield _in_namespace(obj, namespace) if namespace else obj
+    def _patches_anything(self, kustomization: Kustomization) -> bool:
+        """Whether the kustomization or a component it includes has a patch."""
+        components = (
+            self.index.at((kustomization.directory / e).resolve()) for e in _listed(kustomization.data, ("components",))
+        )
+        return any(strategic_entries(k) or patch_entries(k) for k in (kustomization, *components) if k is not None)
+
+    def _render(self, kustomization: Kustomization) -> list[dict[str, Any]]:
+        """The objects a kustomization renders as the tree is (unconverted), its patches applied in
+        kustomize's order (its components' after its resources; strategic-merge patches, `patches`,
+        then JSON 6902 ones; its namespace after them). Names keep no prefix: patches name objects
+        by their own names. Each kustomization's patches are planned here, against what they patch."""
+        if kustomization.path in self._renders:
+            return self._renders[kustomization.path]
+        self._renders[kustomization.path] = []  # a kustomization that includes itself renders nothing more
+        objects: list[dict[str, Any]] = []
+        for entry in _listed(kustomization.data, ("resources", "bases")):
+            target = (kustomization.directory / entry).resolve()
+            sub = self.index.at(target) if target in kustomization.directories else None
+            if sub is not None and sub.data.get("kind") != "Component":
+                objects.extend(self._render(sub))
+            elif target in kustomization.files:
+                objects.extend(self._file_objects(target))
+        for entry in _listed(kustomization.data, ("components",)):
+            component = self.index.at((kustomization.directory / entry).resolve())
+            if component is not None:
+                for path in sorted(component.files - component.patches):
+                    objects.extend(self._file_objects(path))
+                objects = self._patched(component, objects)
+        objects = self._patched(kustomization, objects)
+        namespace = kustomization.data.get("namespace")
+        if namespace and kustomization.data.get("kind") != "Component":
+            objects = [_in_namespace(o, str(namespace)) for o in objects]
+        self._renders[kustomization.path] = objects
+        return objects
 
     # -- planning ------------------------------------------------------------------------------
 
-    def _plan(self, kustomization: Kustomization) -> None:
+    def _patched(self, kustomization: Kustomization, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Plan each patch of the kustomization against the objects it patches, and apply it as written."""
         self._refuse_replacements(kustomization)
-        entries = patch_entries(kustomization)
+        entries = strategic_entries(kustomization) + patch_entries(kustomization)
+        entries.sort(key=lambda e: _ORDER.index(e.key))
         if not entries:
-            return
-        new_data = copy.deepcopy(kustomization.data)
-        templates: list[dict[str, Any]] = []
+            return objects
+        new_data = self._new_data.setdefault(kustomization.path, copy.deepcopy(kustomization.data))
+        templates = self.inline.get(kustomization.path, [])
         for entry in entries:
             where = entry.file if entry.file is not None else kustomization.path
-            if entry.file is None and entry.inline is not None:
-                strategic = self._strategic(kustomization, entry.inline)
-                if isinstance(strategic, str):
-                    message = f"{entry.label} cannot be converted: {strategic}"
-                    self.problems.append(PatchProblem(kustomization, where, message))
-                elif strategic is not None:
-                    new_data[entry.key][entry.position]["patch"] = strategic[0]
-                    templates.extend(strategic[1])
-                    continue
-            found = self._rewrite(kustomization, entry)
-            if found is None:
-                continue
-            text, operations, result = found
-            if result.problem is not None:
-                message = f"{entry.label} cannot be converted exactly: {result.problem}"
-                self.problems.append(PatchProblem(kustomization, where, message))
-                continue
-            if result.operations is None:
-                continue
-            summary = f"{entry.label} of {kustomization.path.name}: operations on device requests rewritten to claims"
-            edited = _edited(text, operations, result.operations)
-            if entry.file is not None:
-                self._plan_file(kustomization, entry.file, edited, result.templates, summary)
+            try:
+                text = entry.inline if entry.file is None else self._read(entry.file)
+                document = kubeyaml.load_all(text) if text is not None else []
+            except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError):
+                continue  # not a patch this plan can read: render verification still checks it
+            assert text is not None
+            operations = operations_of(document[0]) if len(document) == 1 else None
+            if operations is not None:
+                planned = self._json_patch(entry, text, operations, objects)
+                objects = _apply_each(objects, entry, operations)
             else:
-                new_data[entry.key][entry.position]["patch"] = edited
-                templates.extend(result.templates)
+                planned = self._strategic(entry, text, objects)
+                objects = _merge_each(objects, entry, text)
+            if planned is None:
+                continue
+            if isinstance(planned, str):
+                self.problems.append(
+                    PatchProblem(kustomization, where, f"{entry.label} cannot be converted exactly: {planned}")
+                )
+                continue
+            new_text, new_templates, summary = planned
+            if entry.file is not None:
+                rule: str | None = "json-patch-converted" if operations is not None else "device-plugin-to-claim"
+                if new_text == text:
+                    rule = None  # planned as it is: not converted alone
+                summary = f"{entry.label} of {kustomization.path.name}: {summary}"
+                self._plan_file(kustomization, entry.file, PatchFile(new_text, new_templates, summary, rule))
+            elif new_text != text:
+                if entry.key == "patchesStrategicMerge":
+                    new_data[entry.key][entry.position] = new_text
+                else:
+                    new_data[entry.key][entry.position]["patch"] = new_text
+                templates.extend(new_templates)
         if new_data != kustomization.data:
             kustomization.rewritten = edit_document(kustomization.text, kustomization.data, new_data).text
             self.inline[kustomization.path] = templates
+        return objects
 
-    def _strategic(self, kustomization: Kustomization, text: str) -> tuple[str, list[dict[str, Any]]] | str | None:
-        """An inline strategic-merge patch converted like a patch file (its text and templates, with the
-        base's other claims: translator.overlays), a problem, or None when it needs no change."""
+    def _json_patch(
+        self, entry: PatchEntry, text: str, operations: list[Operation], objects: list[dict[str, Any]]
+    ) -> tuple[str, list[dict[str, Any]], str] | str | None:
+        """A JSON 6902 patch's DRA form: its new text, templates and summary; a problem; None: as written."""
+        if entry.target is None:
+            return None
+        targets: list[dict[str, Any]] = []
+        for obj in objects:
+            chosen = selects(entry.target, obj)
+            if chosen is None:  # a label or annotation selector
+                if not names_devices(operations, self.config):
+                    return None
+                return "its target uses a label or annotation selector"
+            if chosen:
+                targets.append(_with_annotations(obj) if entry.key == "patches" else obj)
+        result = rewrite(operations, targets, self.config)
+        if result.problem is not None:
+            return result.problem
+        if result.operations is None:
+            return None
+        return (
+            _edited(text, operations, result.operations),
+            result.templates,
+            "operations on device requests rewritten to claims",
+        )
+
+    def _strategic(
+        self, entry: PatchEntry, text: str, objects: list[dict[str, Any]]
+    ) -> tuple[str, list[dict[str, Any]], str] | str | None:
+        """A strategic-merge patch's DRA form for the objects it patches (translator.strategic); None
+        where it patches no object this plan renders (it is then converted alone, as a file is)."""
+        stream = split_stream(text)
+        parts: list[str] = []
+        templates: list[dict[str, Any]] = []
+        matched = devices = False
+        for document in stream.documents:
+            parts.append(document.text)
+            patch = document.obj
+            if not isinstance(patch, dict):
+                continue
+            targets = _targets(entry, patch, objects)
+            if targets is None:
+                if names_devices([{"value": patch}], self.config):
+                    return "its target uses a label or annotation selector"
+                continue
+            matched |= bool(targets)
+            forms: list[Form] = []
+            for target in targets:
+                form = strategic_form(patch, target, self.config)
+                if isinstance(form, str):
+                    return form
+                forms.append(form)
+            if any(f.patch != forms[0].patch for f in forms):
+                return "the objects it targets need different rewrites"
+            for form in forms:
+                known = {t["metadata"]["name"] for t in templates}
+                templates.extend(t for t in form.templates if t["metadata"]["name"] not in known)
+            if forms and forms[0].patch != patch:
+                devices = True
+                parts[-1] = edit_document(document.text, patch, forms[0].patch).text
+            devices |= names_devices([{"value": patch}], self.config)
+        if not matched:  # a file is then converted alone, as before
+            return self._alone(text, objects) if entry.file is None else None
+        if not devices:  # its form for what it patches is itself (a patch in DRA form already, one of replicas)
+            return text, [], ""
+        return stream.join(parts), templates, "device requests rewritten to what the converted base needs"
+
+    def _alone(self, text: str, objects: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]], str] | str | None:
+        """An inline patch that names no object this plan renders (a name the bases' prefix gives it),
+        converted alone as a patch file is, with the other claims of the converted bases
+        (translator.overlays); render verification judges it."""
         try:
             document = kubeyaml.load(text)
         except (ValueError, yaml.YAMLError):
@@ -146,40 +268,22 @@ class PatchPlan:
         if not converted.changed or converted.object is None:
             return None
         edited = edit_document(text, document, converted.object, converted.changes).text
-        bases = [convert(copy.deepcopy(o), self.config).object for o in self._bases(kustomization)]
-        return complete_patch(edited, claims_of(bases, self.config), self.config), converted.templates
+        bases = [convert(copy.deepcopy(o), self.config).object for o in objects]
+        summary = "device requests rewritten to claims"
+        return complete_patch(edited, claims_of(bases, self.config), self.config), converted.templates, summary
 
-    def _rewrite(self, kustomization: Kustomization, entry: PatchEntry) -> tuple[str, list[Operation], Rewrite] | None:
-        """The patch's text and operations, and their DRA form; None for what is no JSON 6902 patch."""
-        try:
-            text = entry.inline if entry.file is None else self._read(entry.file)
-            operations = operations_of(kubeyaml.load(text)) if text is not None else None
-        except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError):
-            return None  # not a JSON 6902 patch this plan can read: render verification still checks it
-        if text is None or operations is None or entry.target is None:
-            return None
-        targets: list[dict[str, Any]] = []
-        for obj in self._bases(kustomization):
-            chosen = selects(entry.target, obj)
-            if chosen is None:  # a label or annotation selector
-                if not names_devices(operations, self.config):
-                    return None
-                return text, operations, Rewrite(None, [], "its target uses a label or annotation selector")
-            if chosen:
-                targets.append(obj)
-        return text, operations, rewrite(operations, targets, self.config)
-
-    def _plan_file(
-        self, kustomization: Kustomization, file: Path, text: str, templates: list[dict[str, Any]], summary: str
-    ) -> None:
+    def _plan_file(self, kustomization: Kustomization, file: Path, patch: PatchFile) -> None:
         planned = self.files.get(file)
-        if planned is not None and planned.text != text:
+        if planned is not None and planned.text != patch.text:
             message = "the kustomizations that use this patch need different rewrites of it"
             self.problems.append(PatchProblem(kustomization, file, message))
             return
-        self.files[file] = PatchFile(text, templates, summary)
+        self.files[file] = patch
 
     def _refuse_replacements(self, kustomization: Kustomization) -> None:
+        if kustomization.path in self._replacements_checked:  # a component, once per kustomization using it
+            return
+        self._replacements_checked.add(kustomization.path)
         values = kustomization.data.get("replacements")
         for index, entry in enumerate(values if isinstance(values, list) else ()):
             for field_path in _field_paths(entry):
@@ -218,3 +322,82 @@ def _edited(text: str, old: list[Operation], new: list[Operation]) -> str:
 def _in_namespace(obj: dict[str, Any], namespace: str) -> dict[str, Any]:
     metadata = obj.get("metadata")
     return {**obj, "metadata": {**(metadata if isinstance(metadata, dict) else {}), "namespace": namespace}}
+
+
+# kustomize applies a kustomization's strategic-merge patches, then `patches`, then its JSON 6902 ones
+_ORDER = ("patchesStrategicMerge", "patches", "patchesJson6902")
+
+
+def _listed(data: dict[str, Any], keys: tuple[str, ...]) -> Iterator[str]:
+    for key in keys:
+        values = data.get(key)
+        yield from (v for v in values if isinstance(v, str)) if isinstance(values, list) else ()
+
+
+def strategic_entries(kustomization: Kustomization) -> list[PatchEntry]:
+    """The entries of `patchesStrategicMerge`: a file, or the patch itself as a string."""
+    out: list[PatchEntry] = []
+    values = kustomization.data.get("patchesStrategicMerge")
+    for index, value in enumerate(values if isinstance(values, list) else ()):
+        if not isinstance(value, str):
+            continue
+        if "\n" not in value and len(value) < 4096:
+            file = (kustomization.directory / value).resolve()
+            if file in kustomization.files:
+                out.append(PatchEntry("patchesStrategicMerge", index, None, file, None))
+                continue
+        out.append(PatchEntry("patchesStrategicMerge", index, None, None, value))
+    return out
+
+
+def _targets(entry: PatchEntry, patch: dict[str, Any], objects: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    """What a strategic-merge patch applies to: its entry's `target` (whatever the patch's own name),
+    else the object of its kind and name; None for a label or annotation selector."""
+    if entry.target is None:
+        return targets_of(patch, objects)
+    chosen = [selects(entry.target, o) for o in objects]
+    if any(c is None for c in chosen):
+        return None
+    return [o for o, c in zip(objects, chosen, strict=True) if c]
+
+
+def _merge_each(objects: list[dict[str, Any]], entry: PatchEntry, text: str) -> list[dict[str, Any]]:
+    """The objects with a strategic-merge patch applied as kustomize applies it (what it cannot
+    model is left as it was: render verification judges the real render)."""
+    try:
+        patches = [d for d in kubeyaml.load_all(text) if isinstance(d, dict)]
+    except (ValueError, yaml.YAMLError):
+        return objects
+    for patch in patches:
+        targets = _targets(entry, patch, objects)
+        if not targets:
+            continue
+        chosen = {id(t) for t in targets}
+        try:
+            objects = [merge(o, patch, is_keyed(o)) if id(o) in chosen else o for o in objects]
+        except UnsupportedDirectiveError:
+            continue
+    return objects
+
+
+def _apply_each(objects: list[dict[str, Any]], entry: PatchEntry, operations: list[Operation]) -> list[dict[str, Any]]:
+    if entry.target is None:
+        return objects
+    out = []
+    for obj in objects:
+        if selects(entry.target, obj):
+            patched = apply_as_kustomize(_with_annotations(obj) if entry.key == "patches" else obj, operations)
+            out.append(patched if patched is not None else obj)
+        else:
+            out.append(obj)
+    return out
+
+
+def _with_annotations(obj: dict[str, Any]) -> dict[str, Any]:
+    """The object as a `patches` entry's JSON 6902 operations see it: kustomize's own annotations
+    (its file index) are in `metadata.annotations` while patches run, so an `add` below it applies
+    where the object has none."""
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, dict) or isinstance(metadata.get("annotations"), dict):
+        return obj
+    return {**obj, "metadata": {**metadata, "annotations": {}}}

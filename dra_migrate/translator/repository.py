@@ -27,6 +27,7 @@ class Repository:
     def __init__(self, run: Run) -> None:
         self.run = run
         self.charts: set[Path] = set()  # Helm charts that request mapped devices (helm-chart warnings)
+        self.charts_read: set[Path] = set()
         self.patches = self._plan_patches()
 
     def _plan_patches(self) -> PatchPlan | None:
@@ -54,18 +55,18 @@ class Repository:
 
     def note_chart(self, result: FileResult) -> None:
         """A skipped file of a Helm chart that requests mapped devices: the chart needs the post-renderer."""
-        from dra_migrate.translator.charts import POST_RENDERER, chart_root, requested_devices
+        from dra_migrate.translator.charts import chart_message, chart_root, requested_devices
 
         assert result.source.path is not None
         devices = requested_devices(result.original, self.run.options.config)
         root = chart_root(result.source.path, result.source.root) if devices else None
-        if root is None or root in self.charts:
+        if root is None or root in self.charts_read:
+            return
+        self.charts_read.add(root)  # the chart is read whole once (translator.charts)
+        message = chart_message(root, display_path(root), self.run.options.config)
+        if message is None:  # it names the devices only as toleration keys or in comments
             return
         self.charts.add(root)
-        message = (
-            f"the Helm chart {display_path(root)} requests {', '.join(devices)}: what it installs depends on its "
-            f"values, so convert its rendered manifests with {POST_RENDERER}"
-        )
         result.file_findings.append(Finding(Severity.WARNING, "helm-chart", "", message))
 
     def complete_patches(self, results: Iterable[FileResult]) -> None:
@@ -74,7 +75,8 @@ class Repository:
 
         changed = {r.source.path.resolve(): r for r in results if r.changed and r.source.path is not None}
         for kustomization in self.run.index.known():
-            patches = [changed[p] for p in sorted(kustomization.patches) if p in changed]
+            # those the plan rewrote against what they patch are complete already (translator.patchplan)
+            patches = [changed[p] for p in sorted(kustomization.patches) if p in changed and not self.patch_file(p)]
             patches = [r for r in patches if "resourceClaims" in r.text]
             if not patches:
                 continue

@@ -73,3 +73,13 @@ def test_llm_inference_service_config_is_converted(config: Config) -> None:
     for part in ("template", "worker"):
         assert result.object["spec"][part]["resourceClaims"]
         assert "limits" not in result.object["spec"][part]["containers"][0]["resources"]
+
+
+def test_an_unknown_kind_is_one_warning_naming_every_field(config: Config) -> None:
+    """Three mapped fields of one object are one thing to teach the engine: one warning, not three."""
+    pods = [{"name": n, "template": {"spec": {"containers": _containers(2)}}} for n in ("a", "b")]
+    obj = {**HYPERPOD, "spec": {"replicaSpecs": pods, "gpu": {"name": "nvidia.com/gpu"}}}
+    [finding] = [f for f in convert(obj, config).findings if f.rule == "unknown-kind"]
+    assert finding.path == 'spec.replicaSpecs[0].template.spec.containers[0].resources.limits["nvidia.com/gpu"]'
+    for field in ("spec.replicaSpecs[1].template", "spec.gpu.name"):
+        assert field in finding.message, finding.message

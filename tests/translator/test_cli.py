@@ -221,6 +221,16 @@ def test_bad_config_is_a_clear_error(run_cli: Runner, tmp_path: Path) -> None:
     assert run_cli("convert", "--target-version", "1.29", "-", stdin=GPU_POD).code == 2
 
 
+@pytest.mark.parametrize("command", ["convert", "diff", "plan"])
+def test_an_empty_target_version_is_an_error_not_the_default(run_cli: Runner, command: str, tmp_path: Path) -> None:
+    """`--target-version "$VERSION"` with the variable unset must not quietly write for the default release."""
+    (tmp_path / "version.yaml").write_text("serverVersion: {major: '1', minor: '34', gitVersion: v1.34.2}\n")
+    arguments = ["--cluster", str(tmp_path)] if command == "plan" else ["-"]
+    result = run_cli(command, "--target-version", "", *arguments, stdin=GPU_POD)
+    assert result.code == 2 and not result.stdout
+    assert "--target-version: target version '' is not of the form" in result.stderr, result.stderr
+
+
 def test_target_version_downgrade_to_v1beta1(run_cli: Runner) -> None:
     result = run_cli("convert", "--target-version", "1.32", "-", stdin=GPU_POD)
     template = _docs(result.stdout)[1]

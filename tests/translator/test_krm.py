@@ -121,6 +121,21 @@ def _list_with_pod_spec(spec: str) -> str:
             "  kind: ConfigMap\n  data: {tagetVersion: '1.34'}\n",
             "unknown keys tagetVersion",
         ),
+        (
+            "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\nfunctionConfig:\n"
+            "  kind: ConfigMap\n  data: targetVersion=1.34\n",
+            "functionConfig: data: expected a map of strings",
+        ),
+        (
+            "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\nfunctionConfig:\n"
+            "  kind: ConfigMap\n  data: [targetVersion]\n",
+            "functionConfig: data: expected a map of strings, not a list",
+        ),
+        (
+            "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\nfunctionConfig:\n"
+            "  kind: ConfigMap\n  data: {targetVersion: ''}\n",
+            "data.targetVersion: empty",
+        ),
     ],
 )
 def test_bad_input_is_a_clear_error(stdin: str, message: str) -> None:

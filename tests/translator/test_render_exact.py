@@ -75,9 +75,9 @@ def _refused(run_cli: Runner, root: Path, *arguments: str) -> list[str]:
     return [r["message"] for r in refusals]
 
 
-def test_an_overlay_patch_that_replaces_the_tolerations_list_is_refused(run_cli: Runner, tmp_path: Path) -> None:
-    """kustomize replaces `tolerations` wholesale: the converted count patch gains the GPU toleration
-    and would drop the base's `dedicated` one from the render."""
+def test_an_overlay_count_patch_keeps_the_base_tolerations(run_cli: Runner, tmp_path: Path) -> None:
+    """kustomize replaces `tolerations` wholesale: the converted count patch carries the GPU toleration
+    only where the base's list would not render it, and then with the base's `dedicated` one."""
     write_tree(
         tmp_path,
         {
@@ -86,20 +86,23 @@ def test_an_overlay_patch_that_replaces_the_tolerations_list_is_refused(run_cli:
             "count/p.yaml": COUNT_PATCH,
         },
     )
-    messages = _refused(run_cli, tmp_path)
-    assert any("spec.template.spec.tolerations" in m and "dedicated" in m for m in messages), messages
+    result = run_cli("convert", "--in-place", "--report", "json", str(tmp_path))
+    assert result.code == 0, result.stderr
+    assert {Path(r["file"]).parent.name for r in _findings(result.stderr, "render-verified")} == {"base", "count"}
 
 
-def test_an_overlay_that_deletes_a_gpu_container_is_refused(run_cli: Runner, tmp_path: Path) -> None:
-    """A strategic-merge `$patch: delete` of a container: the base's claim for it would stay on the pod
-    and still be allocated."""
+def test_an_overlay_that_deletes_a_gpu_container_converts_exactly(run_cli: Runner, tmp_path: Path) -> None:
+    """A strategic-merge `$patch: delete` of a container: the converted patch also drops the base's
+    claim for it, which would otherwise stay on the pod and still be allocated."""
     delete = COUNT_PATCH.split("      - name: main")[0] + "      - name: side\n        $patch: delete\n"
     write_tree(
         tmp_path,
         {**BASE, "cpu/kustomization.yaml": "resources:\n- ../base\npatches:\n- path: rm.yaml\n", "cpu/rm.yaml": delete},
     )
-    messages = _refused(run_cli, tmp_path)
-    assert any("spec.template.spec.resourceClaims" in m for m in messages), messages
+    result = run_cli("convert", "--in-place", "--report", "json", str(tmp_path))
+    assert result.code == 0, result.stderr
+    assert {Path(r["file"]).parent.name for r in _findings(result.stderr, "render-verified")} == {"base", "cpu"}
+    assert "side-gpu" not in (tmp_path / "cpu" / "rm.yaml").read_text()
 
 
 def test_a_template_outside_the_namespace_of_its_pods_is_refused(run_cli: Runner, tmp_path: Path) -> None:
@@ -170,8 +173,9 @@ def test_a_root_that_loads_a_sibling_patch_is_verified_not_skipped(run_cli: Runn
             "cpu/kustomization.yaml": "resources:\n- ../base\npatches:\n- path: ../common/zero.yaml\n",
         },
     )
-    messages = _refused(run_cli, tmp_path)
-    assert any("container main" in m for m in messages), messages
+    result = run_cli("convert", "--in-place", "--report", "json", str(tmp_path))
+    assert result.code == 0, result.stderr
+    assert {Path(r["file"]).parent.name for r in _findings(result.stderr, "render-verified")} == {"base", "cpu"}
 
 
 # -- the comparison itself ------------------------------------------------------------------------
@@ -269,7 +273,7 @@ def test_diff_shows_no_change_that_convert_would_not_write(run_cli: Runner, tmp_
         tmp_path,
         {
             **BASE,
-            "count/kustomization.yaml": "resources:\n- ../base\npatches:\n- path: p.yaml\n",
+            "count/kustomization.yaml": "resources:\n- ../base\nnamePrefix: dev-\npatches:\n- path: p.yaml\n",
             "count/p.yaml": COUNT_PATCH,
         },
     )

@@ -62,7 +62,10 @@ spec:
             nvidia.com/gpu: 1
 """
 
-# An overlay that takes container a's GPUs away: nothing in the patch to convert, but the base's claim stays.
+# An overlay that renames the base's objects: its pods would reference templates it renders renamed.
+RENAMED = {"overlays/cpu/kustomization.yaml": "resources:\n- ../../base\nnamePrefix: dev-\n"}
+
+# An overlay that takes container a's GPUs away: the converted patch must take the base's claim away too.
 TAKE_GPUS_AWAY = {
     "overlays/cpu/kustomization.yaml": "resources:\n- ../../base\npatches:\n- path: gpus.yaml\n",
     "overlays/cpu/gpus.yaml": SMP_PATCH_A_TO_1.replace("gpu: 1", "gpu: 0"),
@@ -144,10 +147,19 @@ def test_a_strategic_merge_patch_of_one_container_keeps_the_others_claims(
     assert counts == {"a": {"gpu.nvidia.com": "1 via claim"}, "b": {"gpu.nvidia.com": "2 via claim"}}
 
 
-def test_a_patch_that_takes_a_containers_gpus_away_is_refused(run_cli: Runner, tmp_path: Path) -> None:
-    """`nvidia.com/gpu: 0` in the patch has nothing to convert, but the base's claim would stay."""
-    _base(tmp_path)
+def test_a_patch_that_takes_a_containers_gpus_away_converts_exactly(run_cli: Runner, tmp_path: Path) -> None:
+    """`nvidia.com/gpu: 0` in the patch: the converted patch also takes the base's claim away."""
+    _base(tmp_path, ONE_CONTAINER)
     _lay_out(tmp_path, TAKE_GPUS_AWAY)
+    result = run_cli("convert", "--in-place", "--report", "json", str(tmp_path))
+    assert result.code == 0, result.stderr
+    assert {Path(r["file"]).parent.name for r in _rows(result.stderr, "render-verified")} == {"base", "cpu"}
+
+
+def test_an_overlay_that_renames_the_templates_is_refused(run_cli: Runner, tmp_path: Path) -> None:
+    """`namePrefix` renames the base's templates, not the pods' references to them."""
+    _base(tmp_path, ONE_CONTAINER)
+    _lay_out(tmp_path, RENAMED)
     mismatches = _refused_and_untouched(run_cli, tmp_path)
     assert {Path(r["file"]).parent.name for r in mismatches} == {"cpu"}
     assert any("container a" in r["message"] for r in mismatches)
@@ -169,7 +181,7 @@ def test_an_overlay_without_its_base_is_refused_even_without_kustomize(
 
 def test_diff_exits_2_for_a_render_that_changes(run_cli: Runner, tmp_path: Path) -> None:
     _base(tmp_path, ONE_CONTAINER)
-    _lay_out(tmp_path, TAKE_GPUS_AWAY)
+    _lay_out(tmp_path, RENAMED)
     result = run_cli("diff", "--report", "json", str(tmp_path))
     assert result.code == 2
     assert _rows(result.stderr, "render-mismatch")
@@ -178,7 +190,7 @@ def test_diff_exits_2_for_a_render_that_changes(run_cli: Runner, tmp_path: Path)
 @pytest.mark.parametrize("report", ["json", "text", "none"])
 def test_the_flag_turns_verification_off_and_every_report_says_so(run_cli: Runner, tmp_path: Path, report: str) -> None:
     _base(tmp_path, ONE_CONTAINER)
-    _lay_out(tmp_path, TAKE_GPUS_AWAY)
+    _lay_out(tmp_path, RENAMED)
     result = run_cli("convert", "--in-place", "--report", report, "--no-verify-render", str(tmp_path))
     assert result.code == 0
     assert "render-verified:" not in result.stderr and "render-mismatch" not in result.stderr
