@@ -94,6 +94,7 @@ REQUEST_METRIC = "apiserver_request_duration_seconds"
 WEBHOOK_CALLS_METRIC = "apiserver_admission_webhook_request"  # _total{code, rejected}
 WEBHOOK_FAILURES_METRIC = "apiserver_admission_webhook_rejection_count"  # {error_type, rejection_code}
 REVIEW_METRIC = "dra_migrate_webhook_review_duration_seconds"  # the webhook's own time per review
+CLOSED_METRIC = "dra_migrate_webhook_connections_closed"  # _total{reason}: closed by the webhook to free slots
 
 
 # --------------------------------------------------------------------------- the cluster
@@ -365,6 +366,7 @@ class RoundRobinRelay:
     def __init__(self, upstream_ports: Sequence[int]) -> None:
         self._next = itertools.cycle(list(upstream_ports))
         self._writers: set[asyncio.StreamWriter] = set()
+        self.connections = 0  # accepted so far: kube-apiserver's new connections to "the Service"
         self._loop = asyncio.new_event_loop()
         self._server = self._loop.run_until_complete(asyncio.start_server(self._relay, "127.0.0.1", 0, backlog=1024))
         self.port = int(self._server.sockets[0].getsockname()[1])
@@ -372,6 +374,7 @@ class RoundRobinRelay:
         self._thread.start()
 
     async def _relay(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
         try:
             upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", next(self._next))
         except OSError:
@@ -604,6 +607,7 @@ def measure(
     metrics_before = api.text("/metrics")
     reviews_before = replicas.review_counts() if replicas is not None else []
     webhook_metrics_before = replicas.metrics() if replicas is not None else ""
+    connections_before = replicas.relay.connections if replicas is not None else 0
     meter.start()
     started = time.monotonic()
     for workload in workloads:
@@ -639,8 +643,13 @@ def measure(
     if replicas is not None:
         after = replicas.review_counts()
         result["reviews_per_replica"] = [a - b for a, b in zip(after, reviews_before, strict=True)]
+        result["webhook_connections"] = replicas.relay.connections - connections_before
         result["review_outcomes"] = replicas.reviews()
-        result["webhook_review_time"] = latency_change(webhook_metrics_before, replicas.metrics(), REVIEW_METRIC, {})
+        webhook_metrics_after = replicas.metrics()
+        result["webhook_review_time"] = latency_change(webhook_metrics_before, webhook_metrics_after, REVIEW_METRIC, {})
+        result["webhook_connections_closed"] = counter_change(
+            webhook_metrics_before, webhook_metrics_after, CLOSED_METRIC, "reason"
+        )
     return result
 
 
@@ -669,7 +678,9 @@ def summary(result: Obj) -> str:
     if "reviews_per_replica" in result:
         own = result["webhook_review_time"]
         lines.append(
-            f"  reviews per replica: {result['reviews_per_replica']}; the webhook's own time per review: "
+            f"  reviews per replica: {result['reviews_per_replica']} over {result['webhook_connections']} "
+            f"new connections (closed by the webhook: {result['webhook_connections_closed']}); "
+            "the webhook's own time per review: "
             f"mean={own['mean_ms']} ms p50={own['p50_ms']} ms p99={own['p99_ms']} ms"
         )
     for workload, refusal in accounting["refused"].items():
