@@ -76,6 +76,7 @@ from tests.e2e.cluster_fixtures import (  # noqa: E402
 )
 from tests.e2e.controlplane import ControlPlane, ControlPlaneSpec, remove_workdir  # noqa: E402
 from tests.e2e.webhook_process import (  # noqa: E402
+    DEPLOY_SERVER_CONFIG,
     E2E_CONFIGURATION_NAME,
     MARKER_NAMESPACE,
     WebhookServer,
@@ -444,7 +445,7 @@ def webhook_replicas(plane: ControlPlane, kube: Kube, count: int) -> Iterator[Re
     relay: RoundRobinRelay | None = None
     try:
         for server in servers:
-            server.start(Path(ROOT / "deploy" / "base" / "config.yaml"))
+            server.start(DEPLOY_SERVER_CONFIG)
         relay = RoundRobinRelay([server.port for server in servers])
         replicas = Replicas(servers, relay)
         registered = webhook_configuration(
