@@ -186,11 +186,15 @@ class ControlPlane:
         workdir: Path,
         spec: ControlPlaneSpec,
         extra_apiserver_args: Sequence[str] = (),
+        extra_controllers: Sequence[str] = (),
+        extra_controller_manager_args: Sequence[str] = (),
     ) -> None:
         self.binaries = dict(binaries)
         self.spec = spec
         self.workdir = workdir
         self.extra_apiserver_args = list(extra_apiserver_args)
+        self.extra_controllers = list(extra_controllers)
+        self.extra_controller_manager_args = list(extra_controller_manager_args)
         self.log_dir = workdir / "logs"
         self.ports = Ports()
         self.server = f"https://127.0.0.1:{self.ports.apiserver}"
@@ -325,7 +329,8 @@ class ControlPlane:
     def _controller_manager_args(self) -> list[str]:
         return [
             *self._component_common_args(self.ports.controller_manager),
-            f"--controllers={','.join(CONTROLLERS)}",
+            f"--controllers={','.join([*CONTROLLERS, *self.extra_controllers])}",
+            *self.extra_controller_manager_args,
         ]
 
     def _scheduler_args(self) -> list[str]:
