@@ -8,6 +8,7 @@ AdmissionReview envelope and template creation). Nothing here does I/O. The name
 the engine's whole public surface: nothing outside the engine imports its submodules.
 """
 
+from dra_migrate.engine.cel_literal import REPLACEMENT, cel_list, cel_string
 from dra_migrate.engine.changes import (
     AddKeys,
     AppendItems,
@@ -37,6 +38,8 @@ from dra_migrate.engine.containers import ALL_CONTAINERS, REQUESTING_CONTAINERS,
 from dra_migrate.engine.convert import convert
 from dra_migrate.engine.deviceclasses import build_device_class, class_selectors, device_class_name
 from dra_migrate.engine.findings import Finding, PathParts, json_path
+from dra_migrate.engine.hami import NVIDIA_DRIVER
+from dra_migrate.engine.hami import selectors as hami_selectors
 from dra_migrate.engine.mapping import (
     DeviceMapping,
     DeviceRequestSpec,
@@ -48,7 +51,7 @@ from dra_migrate.engine.memo import cached_by_marshal
 from dra_migrate.engine.placement import selects, tolerates
 from dra_migrate.engine.podspec import resource_entries
 from dra_migrate.engine.quantity import QuantityError, device_count
-from dra_migrate.engine.quota import REQUESTS_PREFIX, claim_quota_keys, class_quota_name
+from dra_migrate.engine.quota import PER_CLASS_SUFFIX, REQUESTS_PREFIX, claim_quota_keys, class_quota_name
 from dra_migrate.engine.result import Conversion, ConversionResult
 from dra_migrate.engine.rules import RULES, Rule, rules_table
 from dra_migrate.engine.severity import Severity
@@ -73,6 +76,9 @@ __all__ = [
     "EXTENDED_RESOURCE_GATE",
     "MANAGED_BY_LABEL",
     "MANAGED_BY_VALUE",
+    "NVIDIA_DRIVER",
+    "PER_CLASS_SUFFIX",
+    "REPLACEMENT",
     "REQUESTING_CONTAINERS",
     "REQUESTS_PREFIX",
     "RESOURCE_GROUP",
@@ -108,7 +114,9 @@ __all__ = [
     "build_device_class",
     "build_template",
     "cached_by_marshal",
+    "cel_list",
     "cel_problem",
+    "cel_string",
     "changes",
     "claim_quota_keys",
     "class_quota_name",
@@ -119,6 +127,7 @@ __all__ = [
     "device_count",
     "dns_subdomain_problem",
     "get_path",
+    "hami_selectors",
     "is_extended_resource",
     "json_path",
     "leave_unconverted",

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dra_migrate.engine import (
+    PER_CLASS_SUFFIX,
     REQUESTS_PREFIX,
     Conversion,
     QuantityError,
@@ -37,7 +38,6 @@ from dra_migrate.engine import (
     class_quota_name,
     device_count,
 )
-from dra_migrate.engine.quota import PER_CLASS_SUFFIX
 from dra_migrate.webhook.budget import Budget
 from dra_migrate.webhook.resource_api import RESOURCE_QUOTAS, ResourceApi, list_all
 from dra_migrate.webhook.watchcache import WatchCache

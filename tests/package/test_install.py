@@ -191,8 +191,19 @@ def test_convert_a_gpu_pod_with_validation(installed: Installed) -> None:
 
 
 def test_convert_runs_on_the_examples(installed: Installed, tmp_path: Path) -> None:
+    """As `make demo` runs it: examples/krm converts at render time, so it is left out (and copied as it is)."""
+    output = tmp_path / "out"
     result = run(
-        [installed.bin / "dra-migrate", "convert", "--validate", "--output-dir", tmp_path / "out", ROOT / "examples"],
+        [
+            installed.bin / "dra-migrate",
+            "convert",
+            "--validate",
+            "--exclude",
+            "krm",
+            "--output-dir",
+            output,
+            ROOT / "examples",
+        ],
         installed.work,
     )
     assert result.returncode == 0, result.stderr

@@ -998,7 +998,9 @@ STRUCTS: dict[str, tuple[tuple[str, str, str, tuple[str, ...]], ...]] = {
         ("allowMultipleAllocations", "bool", "*", ("DRAConsumableCapacity",)),
         ("nodeAllocatableResources", "NodeAllocatableResource", "map", ("DRANodeAllocatableResources",)),
     ),
-    "CELDeviceSelector": (("expression", "string", "", ()),),
+    "CELDeviceSelector": (
+        ("expression", "string", "", ()),
+    ),
     "CapacityRequestPolicy": (
         ("default", "Quantity", "*", ()),
         ("validValues", "Quantity", "[]", ()),
@@ -1009,8 +1011,12 @@ STRUCTS: dict[str, tuple[tuple[str, str, str, tuple[str, ...]], ...]] = {
         ("max", "Quantity", "*", ()),
         ("step", "Quantity", "*", ()),
     ),
-    "CapacityRequirements": (("requests", "Quantity", "map", ()),),
-    "Counter": (("value", "Quantity", "", ()),),
+    "CapacityRequirements": (
+        ("requests", "Quantity", "map", ()),
+    ),
+    "Counter": (
+        ("value", "Quantity", "", ()),
+    ),
     "CounterSet": (
         ("name", "string", "", ()),
         ("counters", "Counter", "map", ()),
@@ -1089,7 +1095,9 @@ STRUCTS: dict[str, tuple[tuple[str, str, str, tuple[str, ...]], ...]] = {
         ("strings", "string", "[]", ("DRAListTypeAttributes",)),
         ("versions", "string", "[]", ("DRAListTypeAttributes",)),
     ),
-    "DeviceCapacity": (("value", "Quantity", "", ()),),
+    "DeviceCapacity": (
+        ("value", "Quantity", "", ()),
+    ),
     "DeviceCapacity#2": (
         ("value", "Quantity", "", ()),
         ("requestPolicy", "CapacityRequestPolicy", "*", ("DRAConsumableCapacity",)),
@@ -1107,7 +1115,9 @@ STRUCTS: dict[str, tuple[tuple[str, str, str, tuple[str, ...]], ...]] = {
         ("metadata", "ObjectMeta", "", ()),
         ("spec", "DeviceClassSpec", "", ()),
     ),
-    "DeviceClassConfiguration": (("opaque", "OpaqueDeviceConfiguration", "*", ()),),
+    "DeviceClassConfiguration": (
+        ("opaque", "OpaqueDeviceConfiguration", "*", ()),
+    ),
     "DeviceClassSpec": (
         ("selectors", "DeviceSelector", "[]", ()),
         ("config", "DeviceClassConfiguration", "[]", ()),
@@ -1185,7 +1195,9 @@ STRUCTS: dict[str, tuple[tuple[str, str, str, tuple[str, ...]], ...]] = {
         ("capacity", "CapacityRequirements", "*", ("DRAConsumableCapacity",)),
         ("derivedAttributes", "DeviceDerivedAttribute", "[]", ("DRADerivedAttributes",)),
     ),
-    "DeviceSelector": (("cel", "CELDeviceSelector", "*", ()),),
+    "DeviceSelector": (
+        ("cel", "CELDeviceSelector", "*", ()),
+    ),
     "DeviceSubRequest": (
         ("name", "string", "", ()),
         ("deviceClassName", "string", "", ()),
@@ -1298,7 +1310,9 @@ STRUCTS: dict[str, tuple[tuple[str, str, str, tuple[str, ...]], ...]] = {
         ("metadata", "ObjectMeta", "", ()),
         ("spec", "ResourceClaimSpec", "", ()),
     ),
-    "ResourceClaimSpec": (("devices", "DeviceClaim", "", ()),),
+    "ResourceClaimSpec": (
+        ("devices", "DeviceClaim", "", ()),
+    ),
     "ResourceClaimTemplate": (
         ("metadata", "ObjectMeta", "", ()),
         ("spec", "ResourceClaimTemplateSpec", "", ()),

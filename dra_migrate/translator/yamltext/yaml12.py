@@ -10,7 +10,11 @@ none matching: a string.
 RESOLVERS: tuple[tuple[str, str, int], ...] = (
     (
         "tag:yaml.org,2002:null",
-        ("^(?: ~\n        |null|Null|NULL\n        | )$"),
+        (
+            "^(?: ~\n"
+            "        |null|Null|NULL\n"
+            "        | )$"
+        ),
         96,
     ),
     (
@@ -32,7 +36,12 @@ RESOLVERS: tuple[tuple[str, str, int], ...] = (
     ),
     (
         "tag:yaml.org,2002:int",
-        ("^(?:[-+]?0b[0-1_]+\n        |[-+]?0o?[0-7_]+\n        |[-+]?[0-9_]+\n        |[-+]?0x[0-9a-fA-F_]+)$"),
+        (
+            "^(?:[-+]?0b[0-1_]+\n"
+            "        |[-+]?0o?[0-7_]+\n"
+            "        |[-+]?[0-9_]+\n"
+            "        |[-+]?0x[0-9a-fA-F_]+)$"
+        ),
         96,
     ),
     (
