@@ -559,3 +559,16 @@ def wait_for_pod_claims(
         return None
 
     return wait_for(ready, what=f"{count} allocated claim(s) of pod {namespace}/{pod_name}", timeout=timeout)
+
+
+def create_quota(kube: Kube, namespace: str, name: str, hard: Mapping[str, str]) -> None:
+    """A ResourceQuota, once the resourcequota controller has computed its status (quota admission refuses
+    every create in the namespace until then)."""
+    kube.create(
+        {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": name}, "spec": {"hard": dict(hard)}},
+        namespace,
+    )
+    wait_for(
+        lambda: (kube.get("v1", "ResourceQuota", name, namespace) or {}).get("status", {}).get("hard"),
+        what="the resourcequota controller to compute the quota's status",
+    )

@@ -33,6 +33,7 @@ from .cluster_fixtures import (
     RESOURCE_API,
     Kube,
     claims_owned_by,
+    create_quota,
     delete_namespace,
     device_class,
     nvidia_type_selector,
@@ -300,19 +301,7 @@ def test_webhook_decides_with_the_clusters_release_and_device_classes(
 
 
 def test_quota_refusing_the_template_is_a_403_not_an_outage(kube: Kube, namespace: str, webhook: LocalWebhook) -> None:
-    kube.create(
-        {
-            "apiVersion": "v1",
-            "kind": "ResourceQuota",
-            "metadata": {"name": "no-templates"},
-            "spec": {"hard": {"count/resourceclaimtemplates.resource.k8s.io": "0"}},
-        },
-        namespace,
-    )
-    wait_for(
-        lambda: (kube.get("v1", "ResourceQuota", "no-templates", namespace) or {}).get("status", {}).get("hard"),
-        what="the resourcequota controller to compute the quota's status",
-    )
+    create_quota(kube, namespace, "no-templates", {"count/resourceclaimtemplates.resource.k8s.io": "0"})
     with webhook.running_with("admit", with_webhook(apiUnavailable="admit")):
         status = refusal(lambda: kube.create(gpu_pod("quota"), namespace))
     assert status["code"] == 403, status
@@ -326,14 +315,7 @@ def test_quota_refusing_the_template_is_a_403_not_an_outage(kube: Kube, namespac
 
 
 def _gpu_quota(kube: Kube, namespace: str, hard: Mapping[str, str]) -> None:
-    kube.create(
-        {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "gpu-quota"}, "spec": {"hard": dict(hard)}},
-        namespace,
-    )
-    wait_for(
-        lambda: (kube.get("v1", "ResourceQuota", "gpu-quota", namespace) or {}).get("status", {}).get("hard"),
-        what="the resourcequota controller to compute the quota's status",
-    )
+    create_quota(kube, namespace, "gpu-quota", hard)
 
 
 def webhook_sees_usage(kube: Kube, namespace: str) -> bool:

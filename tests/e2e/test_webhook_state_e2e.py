@@ -20,7 +20,7 @@ from kubernetes.client.exceptions import ApiException
 from pods import container, gpu, gpu_pod, pod_of
 from polling import wait_for
 
-from .cluster_fixtures import RESOURCE_API, Kube
+from .cluster_fixtures import RESOURCE_API, Kube, create_quota
 from .webhook_process import LocalWebhook, deploy_server_config
 
 Obj = dict[str, Any]
@@ -70,19 +70,7 @@ def test_a_dry_run_is_refused_where_the_create_is(kube: Kube, namespace: str, we
 
 
 def test_a_dry_run_meets_the_quota_on_templates(kube: Kube, namespace: str) -> None:
-    kube.create(
-        {
-            "apiVersion": "v1",
-            "kind": "ResourceQuota",
-            "metadata": {"name": "no-templates"},
-            "spec": {"hard": {"count/resourceclaimtemplates.resource.k8s.io": "0"}},
-        },
-        namespace,
-    )
-    wait_for(
-        lambda: (kube.get("v1", "ResourceQuota", "no-templates", namespace) or {}).get("status", {}).get("hard"),
-        what="the resourcequota controller to compute the quota's status",
-    )
+    create_quota(kube, namespace, "no-templates", {"count/resourceclaimtemplates.resource.k8s.io": "0"})
     dry = _refusal(lambda: kube.create(gpu_pod("dry"), namespace, dry_run="All"))
     real = _refusal(lambda: kube.create(gpu_pod("real"), namespace))
     assert dry["code"] == real["code"] == 403, (dry, real)
