@@ -206,7 +206,10 @@ def node_model(
         spec = resolve(share.resource if share else advertised)
         if isinstance(spec, DeviceRequestSpec):
             plugin_drivers.add(driver_of(spec, state))
-        mig = advertised.startswith("nvidia.com/mig-") or (advertised == WHOLE_NVIDIA and bool(profiles))
+        # under the mixed strategy nvidia.com/gpu are the GPUs without MIG; under single they are MIG devices
+        mig = advertised.startswith("nvidia.com/mig-") or (
+            advertised == WHOLE_NVIDIA and served.mig_strategy == "single" and bool(profiles)
+        )
         if not mig:  # MIG slices are parts of GPUs, not GPUs
             physical["device-plugin"] += count // share.replicas if share else count
     over_admitted = tuple(sorted(plugin_drivers & set(slices)))

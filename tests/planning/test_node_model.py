@@ -155,8 +155,13 @@ def test_mig_strategy_single_comes_from_the_environment_over_the_file_and_the_pr
     state.add(
         [{**configs(plain=MIG_SINGLE_FILE), "metadata": {"name": "operator-configs", "namespace": "gpu-operator"}}]
     )
-    (model,) = cluster_nodes(state, load_config(None, "1.37").mappings.resolve).nodes
+    resolve = load_config(None, "1.37").mappings.resolve
+    (model,) = cluster_nodes(state, resolve).nodes
     assert model.mig_strategy == "mixed"  # the ClusterPolicy's strategy over its config file's
+    mixed = api_node("mig-1", {"pool": "a100"}, {"nvidia.com/gpu": "4", "nvidia.com/mig-1g.10gb": "7"})
+    (model,) = cluster_nodes(cluster_state(mixed, policy, server_version="v1.37.2"), resolve).nodes
+    assert model.mig_profiles == ("1g.10gb",)
+    assert model.physical == {"device-plugin": 4}  # under mixed, nvidia.com/gpu are the GPUs without MIG
 
 
 def test_over_admission_is_found_for_renamed_shares_and_devices_are_counted_once() -> None:
