@@ -23,7 +23,7 @@ With --uploads K, first K clients upload large reviews slowly, starting again as
 and the server's resident memory (every process) is compared with the deploy's 512 MiB limit; with
 --rates '' nothing else runs.
 
-    python bench/webhook.py [--rates 300,1000,1500,2000] [--duration 10] [--held-rate 50] [--replicas 2000]
+    python bench/webhook.py [--rates 300,600,800,1000,1500,2000] [--duration 10] [--held-rate 50] [--replicas 2000]
     python bench/webhook.py --pinned --overload 4
     python bench/webhook.py --uploads 120 --rates ''
 """
@@ -310,8 +310,13 @@ class Step:
     max_ms: float
     refused_p99_ms: float  # how fast the 429s came
     server_ms_per_review: float  # server CPU per successful review
+    server_cpu_s: float  # the server's CPU seconds over the whole step, refusals included
     generator_ms_per_request: float
     machine_busy: float  # cores busy on average, everything included
+    # the same percentiles for the requests sent after the step's first second: the load as it
+    # stands, without the moments in which it began
+    steady_p99_ms: float = math.nan
+    steady_refused_p99_ms: float = math.nan
 
     def sustained(self, p99_limit_ms: float) -> bool:
         return self.achieved >= 0.95 * self.offered and self.p99_ms <= p99_limit_ms and self.failures == 0
@@ -328,12 +333,38 @@ def percentile(values: list[int], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, math.ceil(fraction * len(ordered)) - 1)]
 
 
+# A step starts once the server has finished the previous one's work (a saturated step leaves
+# requests queued whose clients gave up), so that no step measures another's leftovers.
+SETTLED_BUSY = 0.05  # of a core, over SETTLE_POLL_SECONDS
+SETTLE_POLL_SECONDS = 0.25
+SETTLE_LIMIT_SECONDS = 30.0
+STEADY_AFTER_NS = 1_000_000_000
+
+
+def converted(result: Result) -> bool:
+    return result.code == 200 and not result.error and result.allowed
+
+
+def settle(server_pid: int) -> float:
+    """Wait until the server's processes are about idle; the seconds waited."""
+    started = time.monotonic()
+    before = process_tree_cpu(server_pid)
+    while time.monotonic() - started < SETTLE_LIMIT_SECONDS:
+        time.sleep(SETTLE_POLL_SECONDS)
+        now = process_tree_cpu(server_pid)
+        if now - before <= SETTLED_BUSY * SETTLE_POLL_SECONDS:
+            break
+        before = now
+    return time.monotonic() - started
+
+
 def measure(setup: Attack, server_pid: int, load: Load, rate: float, duration: float) -> Step:
+    settle(server_pid)
     server_before, machine_before, wall_before = process_tree_cpu(server_pid), machine_cpu(), time.monotonic()
     results, generator_cpu = attack(setup, load, rate, duration)
     server_cpu = process_tree_cpu(server_pid) - server_before
     busy = (machine_cpu() - machine_before) / (time.monotonic() - wall_before)
-    ok = [r for r in results if r.code == 200 and not r.error and r.allowed]
+    ok = [r for r in results if converted(r)]
     refused = sum(1 for r in results if r.code == 429)  # shed at once: an HTTP 429 while the server ran behind
     timeouts = sum(1 for r in results if "Timeout" in r.error or "deadline exceeded" in r.error)
     latencies = [r.latency_ns for r in ok]
@@ -341,6 +372,7 @@ def measure(setup: Attack, server_pid: int, load: Load, rate: float, duration: f
     last = max((r.sent_ns + r.latency_ns for r in ok), default=first)
     elapsed = (last - first) / 1e9
     ms = 1e-6
+    steady = [r for r in results if r.sent_ns - first >= STEADY_AFTER_NS]
     return Step(
         load=load.name,
         offered=rate,
@@ -355,8 +387,11 @@ def measure(setup: Attack, server_pid: int, load: Load, rate: float, duration: f
         max_ms=max(latencies, default=0) * ms,
         refused_p99_ms=percentile([r.latency_ns for r in results if r.code == 429], 0.99) * ms,
         server_ms_per_review=server_cpu / len(ok) * 1000 if ok else math.nan,
+        server_cpu_s=server_cpu,
         generator_ms_per_request=generator_cpu / len(results) * 1000 if results else math.nan,
         machine_busy=busy,
+        steady_p99_ms=percentile([r.latency_ns for r in steady if converted(r)], 0.99) * ms,
+        steady_refused_p99_ms=percentile([r.latency_ns for r in steady if r.code == 429], 0.99) * ms,
     )
 
 
@@ -640,7 +675,7 @@ def start_server(
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--rates", default="300,1000,1500,2000", help="offered reviews/s, ascending")
+    parser.add_argument("--rates", default="300,600,800,1000,1500,2000", help="offered reviews/s, ascending")
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per rate (default: 10)")
     parser.add_argument("--max-connections", type=int, default=100, help="vegeta's connection limit")
     parser.add_argument("--fresh", action="store_true", help="a new TLS connection per request (no keep-alive)")
@@ -729,6 +764,7 @@ def main() -> int:
 class Overload:
     multiple: float
     capacity: float  # the highest rate sustained, which `multiple` multiplies
+    review_ms: float  # server CPU per review at that rate
     step: Step
     recovery_ms: float  # the slowest of the reviews sent one by one right after
 
@@ -736,6 +772,22 @@ class Overload:
     def goodput(self) -> float:
         """Reviews converted per second, as a fraction of the rate sustained without overload."""
         return self.step.achieved / self.capacity
+
+    @property
+    def refusal_ms(self) -> float:
+        """Server CPU per refusal: what the step used beyond its reviews at their unloaded cost."""
+        step = self.step
+        if not step.refused:
+            return math.nan
+        return max(0.0, step.server_cpu_s * 1000 - step.ok * self.review_ms) / step.refused
+
+    @property
+    def cpu_needed(self) -> float:
+        """Cores the target takes at this multiple: OVERLOAD_GOODPUT of the rate sustained served,
+        the rest refused, at the measured costs (one worker has one core)."""
+        served = OVERLOAD_GOODPUT * self.capacity
+        refused = self.multiple * self.capacity - served
+        return (served * self.review_ms + refused * self.refusal_ms) / 1000
 
     @property
     def met(self) -> bool:
@@ -760,7 +812,8 @@ def overloaded(
     setup: Attack, server_pid: int, load: Load, steps: list[Step], args: argparse.Namespace
 ) -> list[Overload]:
     """`load` at multiples of the highest rate it sustained, each followed by reviews one at a time."""
-    capacity = max((s.offered for s in steps if s.sustained(args.p99_ms)), default=0.0)
+    sustained = [s for s in steps if s.sustained(args.p99_ms)]
+    capacity = max((s.offered for s in sustained), default=0.0)
     if not capacity:
         print("\nno rate was sustained: no overload steps")
         return []
@@ -771,7 +824,8 @@ def overloaded(
     for multiple in multiples:
         step = measure(setup, server_pid, load, capacity * multiple, args.duration)
         print_step(step)
-        out.append(Overload(multiple, capacity, step, recovery_ms(setup, load)))
+        review_ms = next(s.server_ms_per_review for s in sustained if s.offered == capacity)
+        out.append(Overload(multiple, capacity, review_ms, step, recovery_ms(setup, load)))
     return out
 
 
@@ -810,6 +864,13 @@ def summarize_overload(overload: list[Overload]) -> None:
             f"converted ({run.goodput:.0%} of {run.capacity:.0f}/s), p99 {step.p99_ms:.1f} ms; {step.refused} refused, "
             f"p99 {step.refused_p99_ms:.1f} ms; {step.timeouts} timeouts, {step.other_errors} other failures; "
             f"next reviews at most {run.recovery_ms:.1f} ms"
+        )
+        print(
+            f"    after the first second: answered p99 {step.steady_p99_ms:.1f} ms, 429 p99 "
+            f"{step.steady_refused_p99_ms:.1f} ms; server CPU per refusal {run.refusal_ms:.3f} ms, per review "
+            f"{run.review_ms:.3f} ms (1/{run.review_ms / run.refusal_ms:.0f}); serving {OVERLOAD_GOODPUT:.0%} of "
+            f"{run.capacity:.0f}/s and refusing the rest of {step.offered:.0f}/s takes {run.cpu_needed:.2f} cores "
+            "at these costs, of the 1 a pinned worker has"
         )
 
 
