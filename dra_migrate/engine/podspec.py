@@ -140,13 +140,31 @@ class PodNeeds:
 
 
 def _route(
-    name: str, spec: DeviceRequestSpec, pinned: bool, config: Config, path: str, needs: PodNeeds, findings: Findings
+    name: str,
+    spec: DeviceRequestSpec,
+    pinned: bool,
+    config: Config,
+    path: str,
+    needs: PodNeeds,
+    findings: Findings,
+    other_devices: bool = False,
 ) -> Route:
-    """The strategy's path for `name`, decided and reported once per pod spec."""
+    """The strategy's path for `name`, decided and reported once per pod spec. `other_devices`: on the nodes
+    the pod can land on, the name means other devices than it means elsewhere (a share, a MIG device)."""
     route = needs.routes.get(name)
     if route is None:
         serving = config.served.get(name) or (serving_class(spec) if config.emits_device_classes else None)
-        route = needs.routes[name] = decide(name, spec, pinned, config.strategy, config.target, serving)
+        if serving is not None and other_devices:
+            # KEP-5004 allocates the devices of the class that serves the name, which these nodes do not
+            # publish (a GPU in MIG mode publishes only its MIG devices): the pod would stay Pending
+            route = Route(
+                Path.CLAIM,
+                f"on the nodes this pod can land on {name} is not what DeviceClass {serving.name!r} serves it as, "
+                f"so KEP-5004 cannot serve it there; a claim of {spec.device_class_name} can",
+            )
+        else:
+            route = decide(name, spec, pinned, config.strategy, config.target, serving)
+        needs.routes[name] = route
         findings.info("migration-path", path, f"{name} -> {route.path}: {route.reason}")
         if route.warning:
             findings.warning(
@@ -167,6 +185,13 @@ def _for_pod(
     return mapping
 
 
+def _other(mapping: DeviceRequestSpec | Unconvertible | None, chosen: DeviceRequestSpec) -> bool:
+    """Whether `chosen` is what a shared name means on some nodes (a share, a MIG device), not its usual
+    conversion."""
+    shared = mapping.shared if isinstance(mapping, Unconvertible) else None
+    return shared is not None and chosen is not shared.otherwise
+
+
 def _collect_needs(
     refs: list[ContainerRef], pod_spec: dict[str, Any], config: Config, base: PathParts, findings: Findings
 ) -> PodNeeds:
@@ -176,7 +201,8 @@ def _collect_needs(
         limits, requests = resource_maps(ref.container)
         where = (*base, *ref.where, "resources")
         names = sorted({str(k) for k in (*limits, *requests)})
-        resolved = {name: _for_pod(config.mappings.resolve(name), pod_spec) for name in names}
+        raw = {name: config.mappings.resolve(name) for name in names}
+        resolved = {name: _for_pod(raw[name], pod_spec) for name in names}
         kept_back = {
             kept
             for name, mapping in resolved.items()
@@ -227,7 +253,11 @@ def _collect_needs(
                 count = None
             if count is None:
                 needs.kept.setdefault(mapping.device_class_name, []).append(f"{ref.name}: {name}")
-            elif count and _route(name, mapping, pinned, config, path, needs, findings).path is Path.CLAIM:
+            elif (
+                count
+                and _route(name, mapping, pinned, config, path, needs, findings, _other(raw[name], mapping)).path
+                is Path.CLAIM
+            ):
                 needs.convert.append(DeviceNeed(ref, name, count, mapping))
             elif count:
                 needs.extended[name] = mapping

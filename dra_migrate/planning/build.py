@@ -27,6 +27,7 @@ from dra_migrate.engine import (
     tolerates,
     with_shared_devices,
 )
+from dra_migrate.planning.classes import classes_to_write, with_written_classes
 from dra_migrate.planning.cutover import Stage, pool_steps, stages, why_kept
 from dra_migrate.planning.model import ClassMapping, Plan, Pool, Quota, SharedResource, Step, Workload
 
@@ -206,8 +207,24 @@ def landing(obj: dict[str, Any], config: Config, nodes: ClusterNodes) -> list[No
     return sorted(found.values(), key=lambda n: n.name)
 
 
+def _as_created_again(obj: dict[str, Any]) -> dict[str, Any]:
+    """A Pod as whoever created it creates it again (the cutover evicts it): without the spec.nodeName the
+    scheduler's binding set. A nodeName its creator wrote shows in a managedFields entry (the binding
+    records none); without managedFields the nodeName is kept."""
+    spec = obj.get("spec")
+    fields = (obj.get("metadata") or {}).get("managedFields")
+    if obj.get("kind") != "Pod" or not isinstance(spec, dict) or not spec.get("nodeName") or not fields:
+        return obj
+    written = any(
+        "f:nodeName" in ((entry.get("fieldsV1") or {}).get("f:spec") or {})
+        for entry in fields
+        if isinstance(entry, dict) and isinstance(entry.get("fieldsV1"), dict)
+    )
+    return obj if written else {**obj, "spec": {k: v for k, v in spec.items() if k != "nodeName"}}
+
+
 def _evaluate(obj: dict[str, Any], config: Config) -> tuple[str, list[str]]:
-    result = convert(obj, config)
+    result = convert(_as_created_again(obj), config)
     errors = [f.message for f in result.findings if f.severity is Severity.ERROR]
     if errors:
         return "blocked", errors
@@ -256,7 +273,11 @@ def _template_of(obj: dict[str, Any], where: tuple[Any, ...]) -> dict[str, Any]:
     return node if isinstance(node, dict) else obj
 
 
-def _workloads(state: ClusterState, config: Config, nodes: ClusterNodes, node_pools: dict[str, str]) -> list[Workload]:
+def _workloads(
+    state: ClusterState, config: Config, nodes: ClusterNodes, node_pools: dict[str, str], before: Config | None = None
+) -> list[Workload]:
+    """Every GPU workload, its path decided with `config`; `before`: the configuration before the plan's
+    DeviceClass step, whose path a workload also records when it differs."""
     kinds = sorted({kind for kind, *_ in KINDS if kind not in _NOT_WORKLOADS})
     owners = _Owners(state, [*kinds, "Pod"])
     objects = {_key(o): o for kind in [*kinds, "Pod"] for o in state.of(kind)}
@@ -269,6 +290,9 @@ def _workloads(state: ClusterState, config: Config, nodes: ClusterNodes, node_po
             continue
         kind, namespace, name = _key(obj)
         path, reasons = _evaluate(obj, config)
+        earlier = _evaluate(obj, before)[0] if before is not None else path
+        if earlier != path:
+            reasons = [f"{path} once the plan's DeviceClasses are applied ({earlier} before)", *reasons]
         can_land: dict[str, int] = defaultdict(int)
         for node in landing(obj, config, nodes):
             can_land[node_pools.get(node.name, NO_POOL)] += 1
@@ -278,6 +302,7 @@ def _workloads(state: ClusterState, config: Config, nodes: ClusterNodes, node_po
         workload = Workload(kind, namespace, name, pools, counts, path, reasons, dict(sorted(can_land.items())))
         workload.replicas = _replicas(obj)
         workload.budgets = _budgets(obj, config, state)
+        workload.path_before_classes = earlier if earlier != path else ""
         out.append(workload)
     return sorted(out, key=lambda w: (w.namespace, w.kind, w.name))
 
@@ -461,17 +486,33 @@ def _steps(
     return steps, all_stages
 
 
-def _prepare(has_kueue: bool, classes: bool, quotas: bool) -> list[Step]:
-    steps = []
-    if classes:
-        steps.append(
-            Step(
-                "(all)",
-                "apply the DeviceClasses (plan --write: deviceclasses.yaml)",
-                "`kubectl get deviceclasses` shows them, each extendedResourceName once",
-                "`kubectl delete -f deviceclasses.yaml`",
-            )
+def _class_step(written: list[dict[str, Any]], workloads: list[Workload]) -> Step:
+    """The DeviceClass step: from it on, the scheduler serves the names these classes map from DRA, and the
+    webhook leaves them to it (KEP-5004); the paths that change there are named."""
+    names = ", ".join(sorted(str((c.get("spec") or {}).get("extendedResourceName")) for c in written))
+    changed = [w for w in workloads if w.path_before_classes]
+    check = f"`kubectl get deviceclasses` shows them, each extendedResourceName once ({names})"
+    if changed:
+        listed = "; ".join(f"{w.kind} {w.namespace}/{w.name} {w.path_before_classes} -> {w.path}" for w in changed)
+        check += (
+            f"; the paths this step changes: {listed}; their pods keep running on the device plugin, and a pod "
+            "of theirs recreated on a moved node is allocated from DRA through the class (its status names an "
+            "extended resource claim)"
         )
+    return Step(
+        "(all)",
+        f"apply the DeviceClasses (plan --write: deviceclasses.yaml): the scheduler then serves {names} from DRA on "
+        "nodes whose device plugin no longer advertises it (KEP-5004), and the webhook leaves such requests to it",
+        check,
+        "`kubectl delete -f deviceclasses.yaml` (before any pod depends on them: a pod already allocated through "
+        "a class keeps its claim)",
+    )
+
+
+def _prepare(has_kueue: bool, written: list[dict[str, Any]], workloads: list[Workload], quotas: bool) -> list[Step]:
+    steps = []
+    if written:
+        steps.append(_class_step(written, workloads))
     if quotas:
         steps.append(
             Step(
@@ -514,6 +555,11 @@ def build_plan(
     workloads = _workloads(state, config, nodes, node_pools)
     classes, conflicts = _class_mappings(state)
     served = {c.extended_resource_name for c in classes}
+    # the webhook starts after the DeviceClass step and reads the classes it wrote: paths are as they will be
+    names = {n for pool in pools for n in pool.device_plugin} | {n for w in workloads for n in w.requests}
+    written = classes_to_write(names, served, config)
+    if written:
+        workloads = _workloads(state, with_written_classes(config, written), nodes, node_pools, before=config)
     unmapped = sorted({n for w in workloads for n in w.requests if w.path == "claims" and n not in served})
     warnings = list(nodes.warnings)
     classes_served = config.target.feature_enabled(EXTENDED_RESOURCE_GATE)
@@ -535,7 +581,7 @@ def build_plan(
         )
     )
     quotas = _quotas(state, with_classes, shared)  # quotas charge every pod, shared or not
-    prepare = _prepare(kueue is not None, classes_served, any(q.converted for q in quotas))
+    prepare = _prepare(kueue is not None, written, workloads, any(q.converted for q in quotas))
     steps, stages_ = _steps(pools, workloads, nodes, shared, prepare, warnings)
     resource_api = sorted(v.split("/", 1)[1] for v in state.api_versions if v.startswith("resource.k8s.io/"))
     plan = Plan(
@@ -546,6 +592,7 @@ def build_plan(
         pools=pools,
         device_classes=classes,
         class_conflicts=conflicts,
+        new_classes=written,
         unmapped=unmapped,
         workloads=workloads,
         quotas=quotas,

@@ -56,6 +56,8 @@ class Workload:
     can_land: dict[str, int] = field(default_factory=dict)  # pool -> schedulable nodes its pods can land on
     replicas: int = 1  # pods it runs (spec.replicas, parallelism, the replica specs' sum)
     budgets: list[str] = field(default_factory=list)  # PodDisruptionBudgets that select its pods
+    # the path before the plan's DeviceClass step, where that step changes it ("" when it does not)
+    path_before_classes: str = ""
 
 
 @dataclass
@@ -85,6 +87,9 @@ class Plan:
     pools: list[Pool]
     device_classes: list[ClassMapping]
     class_conflicts: dict[str, list[str]]  # extendedResourceName -> classes that set it
+    # the DeviceClasses the plan's DeviceClass step creates (deviceclasses.yaml): never for a name that means a
+    # share or a MIG device on some nodes, which KEP-5004 would serve as whole devices of the class
+    new_classes: list[dict[str, Any]]
     unmapped: list[str]  # names workloads use that no DeviceClass maps
     workloads: list[Workload]
     quotas: list[Quota]

@@ -9,14 +9,8 @@ from typing import Any
 import yaml
 
 from dra_migrate.cluster.nvidiadra import driver_values, driver_values_file
-from dra_migrate.engine import (
-    EXTENDED_RESOURCE_GATE,
-    Config,
-    DeviceRequestSpec,
-    SharedDevices,
-    build_device_class,
-    convert,
-)
+from dra_migrate.engine import Config, SharedDevices
+from dra_migrate.planning.classes import class_entries
 from dra_migrate.planning.cutover import Stage, moves_with_shares
 from dra_migrate.planning.model import Plan
 
@@ -28,25 +22,6 @@ WEBHOOK = "webhook-config.yaml"
 
 def _dump_all(documents: list[Any], header: str) -> str:
     return f"# {header}\n" + yaml.safe_dump_all(documents, sort_keys=False, explicit_start=True)
-
-
-def device_classes(plan: Plan, config: Config) -> list[dict[str, Any]]:
-    """A DeviceClass with extendedResourceName for every mapped name the cluster's nodes advertise or its
-    workloads request, that no DeviceClass serves yet; shared names excluded. One per MIG profile,
-    since each profile is its own name."""
-    if not config.target.feature_enabled(EXTENDED_RESOURCE_GATE):
-        return []  # the release drops extendedResourceName unless its alpha gate is on (plan warns)
-    served = {m.extended_resource_name for m in plan.device_classes}
-    names = {n for pool in plan.pools for n in pool.device_plugin} | {n for w in plan.workloads for n in w.requests}
-    out = []
-    for name in sorted(names - served):
-        spec = config.mappings.resolve(name)
-        if not isinstance(spec, DeviceRequestSpec):
-            continue  # unmapped, or shared: no class means it
-        written = convert(build_device_class(spec), config)
-        if written.object is not None and not written.has_errors:
-            out.append(written.object)
-    return out
 
 
 _SERVER_FIELDS = ("managedFields", "uid", "resourceVersion", "creationTimestamp", "generation", "selfLink")
@@ -91,7 +66,7 @@ def _unique_label_sets(nodes: Sequence[Mapping[str, str]]) -> list[dict[str, str
 
 def manifests(plan: Plan, config: Config, stages: list[Stage]) -> dict[str, str]:
     files: dict[str, str] = {}
-    classes = device_classes(plan, config)
+    classes = plan.new_classes
     if classes:
         files[DEVICE_CLASSES] = _dump_all(classes, f"DeviceClasses for {plan.target} (KEP-5004 extendedResourceName)")
     quotas = [_for_repository(q.converted) for q in plan.quotas if q.converted is not None]
@@ -110,14 +85,22 @@ def manifests(plan: Plan, config: Config, stages: list[Stage]) -> dict[str, str]
                 f"kubelet plugin hands out each GPU as {replicas} shares, as the device plugin's "
                 f"{pool.sharing[0].strategy} does, on the nodes whose device plugin config shares them",
             )
+    served = class_entries(classes)
     for stage in stages:
-        files[stage.file] = _webhook_config(plan, stage.shared, stage.moved)
-    files[WEBHOOK] = _webhook_config(plan, stages[-1].shared if stages else {}, stages[-1].moved if stages else ())
+        files[stage.file] = _webhook_config(plan, stage.shared, stage.moved, served)
+    last = stages[-1] if stages else None
+    files[WEBHOOK] = _webhook_config(plan, last.shared if last else {}, last.moved if last else (), served)
     return files
 
 
-def _webhook_config(plan: Plan, shared: dict[str, SharedDevices], moved: Sequence[str]) -> str:
+def _webhook_config(
+    plan: Plan, shared: dict[str, SharedDevices], moved: Sequence[str], served: list[dict[str, Any]]
+) -> str:
     webhook: dict[str, Any] = {"targetVersion": plan.target}
+    if served:
+        # the classes the plan's DeviceClass step creates, which the webhook then finds in the cluster (it
+        # watches them): here so that `convert --config` decides each path as the webhook does
+        webhook["clusterDeviceClasses"] = served
     if shared:
         # the webhook reads no nodes: it decides from a pod's nodeSelector, nodeName and required node affinity
         # against these label sets, as `convert --cluster` does; re-run plan --write when the pools change

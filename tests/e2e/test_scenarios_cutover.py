@@ -8,6 +8,11 @@ are bare pods, one pinned to each pool; the test is their controller: a pod the 
 from its manifest, converted as the webhook would at that moment (`dra-migrate convert --config` with the
 stage's webhook configuration `plan --write` wrote). Moving a node to DRA takes its device-plugin names out
 of its allocatable and publishes its devices in ResourceSlices, as the driver's kubelet plugin would.
+
+Where the release serves KEP-5004 (DRAExtendedResource on by default, 1.36+) the plan writes a DeviceClass
+per name and decides the paths as they are after that step: the test applies the classes, the stage
+configurations carry them (as the webhook finds them in the cluster), and each workload's pod then holds
+what its planned path says: claims, or the scheduler's extended-resource claim on a moved node.
 """
 
 from __future__ import annotations
@@ -24,6 +29,9 @@ from typing import Any
 import pytest
 import yaml
 from polling import wait_for
+
+from dra_migrate.engine import EXTENDED_RESOURCE_GATE as GATE
+from dra_migrate.engine import Target
 
 from .cluster_fixtures import (
     RESOURCE_API,
@@ -137,9 +145,11 @@ class Cutover:
                 pod = self.kube.get("v1", "Pod", name, self.namespace) or {}
                 if not (pod.get("spec") or {}).get("nodeName"):
                     return False
-                statuses = (pod.get("status") or {}).get("resourceClaimStatuses") or []
-                for status in statuses:
-                    claim = self.kube.get(RESOURCE_API, "ResourceClaim", status["resourceClaimName"], self.namespace)
+                status = pod.get("status") or {}
+                names = [s["resourceClaimName"] for s in status.get("resourceClaimStatuses") or []]
+                extended = (status.get("extendedResourceClaimStatus") or {}).get("resourceClaimName")
+                for claim_name in [*names, *([extended] if extended else [])]:
+                    claim = self.kube.get(RESOURCE_API, "ResourceClaim", claim_name, self.namespace)
                     if claim is None or not allocation_results(claim):
                         return False
                 return True
@@ -163,6 +173,29 @@ def _move_back(kube: Kube, pool: str, name: str) -> None:
 
 
 Action = Callable[[Cutover], None]
+
+
+def _device_classes(file: Path, forward: bool) -> Action:
+    """The plan's DeviceClass step (apply deviceclasses.yaml) and its undo (delete them)."""
+
+    def act(c: Cutover) -> None:
+        for document in (d for d in yaml.safe_load_all(file.read_text()) if d):
+            if forward:
+                c.kube.create(document)
+            else:
+                c.kube.delete(RESOURCE_API, "DeviceClass", document["metadata"]["name"])
+
+    return act
+
+
+def _holds(kube: Kube, namespace: str, pod_name: str, path: str) -> bool:
+    """The pod holds what its path means once on DRA: its own claims, or the scheduler's KEP-5004 claim."""
+    pod = kube.get("v1", "Pod", pod_name, namespace) or {}
+    if path == "claims":
+        return bool((pod.get("spec") or {}).get("resourceClaims"))
+    return bool((pod.get("status") or {}).get("extendedResourceClaimStatus")) and not (pod.get("spec") or {}).get(
+        "resourceClaims"
+    )
 
 
 def _cordon(nodes: list[str], unschedulable: bool) -> Action:
@@ -202,9 +235,11 @@ def _serve(file: str | None, recreate: bool) -> Action:
     return act
 
 
-def _actions(step: dict[str, Any], previous_stage: str | None) -> tuple[Action, Action] | None:
+def _actions(step: dict[str, Any], previous_stage: str | None, out: Path) -> tuple[Action, Action] | None:
     """What a step of the plan does to the fake cluster, and its undo; None for steps outside it."""
     pool, action = step["pool"], step["action"]
+    if action.startswith("apply the DeviceClasses"):
+        return _device_classes(out / "deviceclasses.yaml", True), _device_classes(out / "deviceclasses.yaml", False)
     stage = re.search(r"serve with (\S+\.yaml)", action)
     if stage is not None:
         return _serve(stage.group(1), False), _serve(previous_stage, True)
@@ -246,8 +281,16 @@ def cutover_cluster(kube: Kube, tmp_path: Path) -> Iterator[str]:
             kube.delete(RESOURCE_API, "DeviceClass", AMD_DRIVER)
 
 
+def _delete_written_classes(kube: Kube, out: Path) -> None:
+    """The plan's DeviceClasses must not outlive the test on the shared control plane."""
+    written = out / "deviceclasses.yaml"
+    for document in (d for d in yaml.safe_load_all(written.read_text()) if d) if written.exists() else []:
+        if kube.get(RESOURCE_API, "DeviceClass", document["metadata"]["name"]) is not None:
+            kube.delete(RESOURCE_API, "DeviceClass", document["metadata"]["name"])
+
+
 def test_the_cutover_step_by_step_and_back(
-    kube: Kube, kubeconfig_path: Path, cutover_cluster: str, tmp_path: Path
+    kube: Kube, kubeconfig_path: Path, cutover_cluster: str, tmp_path: Path, target: Target
 ) -> None:
     out = tmp_path / "out"
     state = Cutover(kube, cutover_cluster, out, tmp_path)
@@ -260,14 +303,36 @@ def test_the_cutover_step_by_step_and_back(
     )
     assert planned.stdout, planned.stderr
     plan = json.loads(planned.stdout)
-    mine = [s for s in plan["steps"] if s["pool"] in NODES or "serve with" in s["action"]]
+    classes_step = [s for s in plan["steps"] if s["action"].startswith("apply the DeviceClasses")]
+    mine = [*classes_step, *(s for s in plan["steps"] if s["pool"] in NODES or "serve with" in s["action"])]
     assert all(s["undo"] for s in mine)
+    paths = {w["name"]: w["path"] for w in plan["workloads"] if w["namespace"] == cutover_cluster}
+    assert set(paths) == {state.pod_name(pool) for pool in NODES}, plan["workloads"]
+    if target.feature_enabled(GATE):
+        # the plan's classes exist before the webhook converts anything: both whole-device names are left to
+        # the scheduler, and the class step's check names the change
+        written = {
+            c["spec"]["extendedResourceName"] for c in yaml.safe_load_all((out / "deviceclasses.yaml").read_text())
+        }
+        assert set(RESOURCES.values()) <= written, written
+        assert set(paths.values()) == {"kep-5004"}, paths
+        assert all(f"{name} claims -> kep-5004" in classes_step[0]["check"] for name in paths)
+    else:
+        assert not classes_step and set(paths.values()) == {"claims"}, paths
+    path_of = {pool: paths[state.pod_name(pool)] for pool in NODES}
+    try:
+        _step_by_step_and_back(state, mine, out, path_of)
+    finally:
+        _delete_written_classes(kube, out)
 
+
+def _step_by_step_and_back(state: Cutover, mine: list[dict[str, Any]], out: Path, path_of: dict[str, str]) -> None:
+    """Apply the steps in order, every workload placed after each; then undo them, last first."""
     undos: list[Action] = []
     executed: list[str] = []
     stage: str | None = None
     for step in mine:
-        actions = _actions(step, stage)
+        actions = _actions(step, stage, out)
         if actions is None:
             continue
         forward, undo = actions
@@ -281,14 +346,14 @@ def test_the_cutover_step_by_step_and_back(
     moved = " ".join(a for a in executed if "no longer selects them" in a)
     assert all(name in moved for names in NODES.values() for name in names), executed
     assert sum("serve with" in a for a in executed) >= 3  # the start, then one stage per pool at least
-    # at the end both workloads run on DRA: their pods hold allocated claims
+    # at the end both workloads run on DRA by the path the plan gave them, their claims allocated
     for pool in NODES:
-        pod = kube.get("v1", "Pod", state.pod_name(pool), cutover_cluster) or {}
-        assert (pod.get("spec") or {}).get("resourceClaims"), (pool, pod.get("spec"))
+        assert _holds(state.kube, state.namespace, state.pod_name(pool), path_of[pool]), (pool, path_of[pool])
 
     for undo in reversed(undos):
         undo(state)
         state.all_placed()
     for pool in NODES:
-        pod = kube.get("v1", "Pod", state.pod_name(pool), cutover_cluster) or {}
+        pod = state.kube.get("v1", "Pod", state.pod_name(pool), state.namespace) or {}
         assert not (pod.get("spec") or {}).get("resourceClaims"), pool
+        assert not (pod.get("status") or {}).get("extendedResourceClaimStatus"), pool

@@ -85,8 +85,10 @@ def _plan() -> tuple[Plan, list[Stage]]:
 
 
 def _converts(stage_file: Path, obj: dict[str, Any]) -> bool:
+    """The stage moves the pod to DRA: a claim, or its request left to KEP-5004 through a class."""
     result = convert(obj, load_config(str(stage_file), "1.36"))
-    return bool(result.conversions) and not any(f.severity is Severity.ERROR for f in result.findings)
+    moved = bool(result.conversions or result.extended)
+    return moved and not any(f.severity is Severity.ERROR for f in result.findings)
 
 
 def test_the_webhook_converts_a_name_only_for_pods_whose_every_pool_is_on_dra(tmp_path: Path) -> None:

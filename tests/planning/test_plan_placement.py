@@ -153,7 +153,8 @@ def test_every_kind_convert_knows_is_read_from_a_snapshot(tmp_path: Path, capsys
     write_snapshot(state, tmp_path / "cluster")
     assert main(["plan", "--cluster", str(tmp_path / "cluster"), "--pool-label", "pool", "--report", "json"]) == 0
     plan = json.loads(capsys.readouterr().out)
-    assert sorted((w["kind"], w["path"]) for w in plan["workloads"]) == [
-        ("PyTorchJob", "claims"),
-        ("RayCluster", "claims"),
+    # claims on the cluster as it is; left to KEP-5004 once the plan's DeviceClass for nvidia.com/gpu exists
+    assert sorted((w["kind"], w["path_before_classes"], w["path"]) for w in plan["workloads"]) == [
+        ("PyTorchJob", "claims", "kep-5004"),
+        ("RayCluster", "claims", "kep-5004"),
     ]

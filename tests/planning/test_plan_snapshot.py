@@ -69,11 +69,15 @@ def test_the_plan_names_the_over_admitted_node_the_shared_pool_and_every_workloa
     paths = {w["name"]: (w["path"], w["pools"]) for w in plan["workloads"]}
     assert paths == {
         "trainer": ("claims", ["whole"]),
-        "mig": ("claims", ["whole"]),
+        "mig": ("kep-5004", ["whole"]),  # once the plan's class for its MIG profile exists
         "inference": ("claims", ["dra"]),
         "notebook": ("blocked", ["shared"]),  # a time-sliced share is never an exclusive claim
         "anywhere": ("blocked", ["dra", "mixed", "shared", "whole"]),  # it could land on a shared node
     }
+    changed = {w["name"]: w["path_before_classes"] for w in plan["workloads"] if w["path_before_classes"]}
+    assert changed == {"mig": "claims"}  # the only path the DeviceClass step changes
+    class_step = next(s for s in plan["steps"] if s["action"].startswith("apply the DeviceClasses"))
+    assert "Deployment ml/mig claims -> kep-5004" in class_step["check"]
     notebook = next(w for w in plan["workloads"] if w["name"] == "notebook")
     assert "time-slicing" in notebook["reasons"][0] and "4" in notebook["reasons"][0]
     (quota,) = plan["quotas"]
@@ -171,8 +175,8 @@ def test_write_gives_device_classes_quotas_and_a_webhook_configuration(
     code, _, _ = _plan(capsys, snapshot, "--write", str(out))
     assert code == 2
     classes = list(yaml.safe_load_all((out / "deviceclasses.yaml").read_text()))
+    # none for nvidia.com/gpu: the shared pool time-slices it, and KEP-5004 would serve its pods whole GPUs
     assert {c["spec"]["extendedResourceName"]: c["metadata"]["name"] for c in classes} == {
-        "nvidia.com/gpu": "nvidia.com-gpu",
         "nvidia.com/mig-1g.10gb": "nvidia.com-mig-1g.10gb",  # one class per MIG profile
     }
     mig = next(c for c in classes if c["metadata"]["name"] == "nvidia.com-mig-1g.10gb")

@@ -1,0 +1,143 @@
+"""Paths as they are after the plan's own DeviceClass step: from there the webhook finds the written classes in
+the cluster and the scheduler serves their names from DRA (KEP-5004), so the plan decides with them and says
+which paths the step changes. A name that means MIG slices or shares on some nodes gets no class, and a class
+the cluster already has for it never serves a pod that lands only there."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from planning_support import api_node, cluster_state
+from test_node_model import configs, helm_plugin
+from test_plan_defects import MIG_LABELS, MPS, TIME_SLICED, deployment
+
+from dra_migrate.configfile import load_config
+from dra_migrate.engine import convert
+from dra_migrate.planning.build import build_plan
+from dra_migrate.planning.text import render_text
+from dra_migrate.planning.write import DEVICE_CLASSES, WEBHOOK, manifests
+
+
+def _plan(*objects: dict[str, Any], release: str = "1.37", config_file: str | None = None) -> dict[str, Any]:
+    state = cluster_state(*objects, server_version=f"v{release}.2")
+    config = load_config(config_file, release)
+    plan, stages = build_plan(state, config, "pool")
+    files = manifests(plan, config, stages)
+    return {"plan": plan, "json": plan.to_json(), "files": files}
+
+
+def _paths(plan: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    return {w["name"]: (w["path_before_classes"], w["path"]) for w in plan["workloads"]}
+
+
+def _written_names(files: dict[str, str]) -> list[str]:
+    if DEVICE_CLASSES not in files:
+        return []
+    return sorted(c["spec"]["extendedResourceName"] for c in yaml.safe_load_all(files[DEVICE_CLASSES]) if c)
+
+
+def test_a_whole_gpu_workload_is_left_to_kep_5004_once_the_plans_class_exists(tmp_path: Path) -> None:
+    """1.37: the plan writes nvidia.com-gpu, so the pinned workload keeps its request (KEP-5004); the class
+    step names the change, and the stage configuration decides as the plan does."""
+    got = _plan(api_node("whole-0", {"pool": "whole"}, {"nvidia.com/gpu": "8"}), deployment("train", {"pool": "whole"}))
+    assert _written_names(got["files"]) == ["nvidia.com/gpu"]
+    assert _paths(got["json"]) == {"train": ("claims", "kep-5004")}
+    step = next(s for s in got["json"]["steps"] if s["action"].startswith("apply the DeviceClasses"))
+    assert "Deployment ml/train claims -> kep-5004" in step["check"]
+    assert "kep-5004 once the plan's DeviceClasses are applied (claims before)" in render_text(got["plan"])
+    webhook = tmp_path / WEBHOOK
+    webhook.write_text(got["files"][WEBHOOK])
+    result = convert(deployment("train", {"pool": "whole"}), load_config(str(webhook), "1.37"))
+    assert not result.conversions and [s.resource for s in result.extended] == ["nvidia.com/gpu"]
+
+
+def test_on_1_34_no_class_is_written_and_paths_stay_claims() -> None:
+    got = _plan(
+        api_node("whole-0", {"pool": "whole"}, {"nvidia.com/gpu": "8"}),
+        deployment("train", {"pool": "whole"}),
+        release="1.34",
+    )
+    assert _written_names(got["files"]) == []
+    assert _paths(got["json"]) == {"train": ("", "claims")}
+    assert not any(s["action"].startswith("apply the DeviceClasses") for s in got["json"]["steps"])
+
+
+def test_no_class_for_a_name_a_pool_means_as_mig_slices_or_shares() -> None:
+    """MIG single, time-slicing and MPS pools beside a whole-GPU pool: nvidia.com/gpu gets no class (KEP-5004
+    would hand a whole GPU, or find none on a GPU in MIG mode), so every pinned workload gets a claim."""
+    whole = api_node("whole-0", {"pool": "whole"}, {"nvidia.com/gpu": "8"})
+    pinned_whole = deployment("whole", {"pool": "whole"})
+    mig = _plan(
+        whole, pinned_whole, api_node("mig-0", MIG_LABELS, {"nvidia.com/gpu": "7"}), deployment("slice", MIG_LABELS)
+    )
+    assert _written_names(mig["files"]) == []
+    assert _paths(mig["json"]) == {"slice": ("", "claims"), "whole": ("", "claims")}
+    for name, sharing in (("ts", TIME_SLICED), ("mps", MPS)):
+        labels = {"pool": name, "nvidia.com/device-plugin.config": name}
+        got = _plan(
+            whole,
+            pinned_whole,
+            api_node(f"{name}-0", labels, {"nvidia.com/gpu": "32"}),
+            helm_plugin(),
+            configs(**{name: sharing}, default="version: v1\n"),
+        )
+        assert "nvidia.com/gpu" not in _written_names(got["files"]), name
+        assert "clusterDeviceClasses" not in yaml.safe_load(got["files"][WEBHOOK].split("\n", 1)[1]), name
+
+
+def test_a_class_the_cluster_has_for_nvidia_gpu_never_serves_a_mig_single_pod(tmp_path: Path) -> None:
+    """A DeviceClass that maps nvidia.com/gpu selects whole GPUs; on a MIG-single node nvidia.com/gpu is a MIG
+    slice, so a pod that lands only there gets a claim of the profile's class, even where that mapping has no
+    selector the serving class would lack."""
+    served = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": "gpu-extended"},
+        "spec": {
+            "selectors": [{"cel": {"expression": 'device.driver == "gpu.nvidia.com"'}}],
+            "extendedResourceName": "nvidia.com/gpu",
+        },
+    }
+    config = tmp_path / "config.yaml"
+    config.write_text("mappings:\n- resource: nvidia.com/mig-1g.10gb\n  deviceClassName: mig-1g-10gb.nvidia.com\n")
+    got = _plan(
+        api_node("mig-0", MIG_LABELS, {"nvidia.com/gpu": "7"}),
+        api_node("whole-0", {"pool": "whole"}, {"nvidia.com/gpu": "8"}),
+        served,
+        deployment("slice", MIG_LABELS),
+        deployment("whole", {"pool": "whole"}),
+        config_file=str(config),
+    )
+    workloads = {w["name"]: w for w in got["json"]["workloads"]}
+    assert workloads["whole"]["path"] == "kep-5004"  # the class serves whole GPUs where they are whole
+    assert workloads["slice"]["path"] == "claims"
+    assert any("KEP-5004 cannot serve it there" in r for r in workloads["slice"]["reasons"])
+
+
+def _bound_pod(written_node_name: bool) -> dict[str, Any]:
+    """A pod the scheduler bound to whole-0 (managedFields show no nodeName its creator wrote), or one its
+    creator pinned there with spec.nodeName."""
+    fields: dict[str, Any] = {"f:spec": {"f:containers": {}}}
+    if written_node_name:
+        fields["f:spec"]["f:nodeName"] = {}
+    container = {"name": "c", "resources": {"limits": {"nvidia.com/gpu": 1}}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "pinned" if written_node_name else "bound",
+            "namespace": "ml",
+            "managedFields": [{"manager": "kubectl-create", "operation": "Update", "fieldsV1": fields}],
+        },
+        "spec": {"nodeSelector": {"pool": "whole"}, "nodeName": "whole-0", "containers": [container]},
+    }
+
+
+def test_a_pod_the_scheduler_bound_is_planned_as_created_again_and_a_pinned_one_as_pinned() -> None:
+    """The cutover evicts pods; a bare pod comes back as its creator wrote it: without the nodeName the
+    scheduler's binding set (left to KEP-5004), with the one its creator wrote (a claim: KEP-5004 needs the
+    scheduler)."""
+    got = _plan(api_node("whole-0", {"pool": "whole"}, {"nvidia.com/gpu": "8"}), _bound_pod(False), _bound_pod(True))
+    assert {w["name"]: w["path"] for w in got["json"]["workloads"]} == {"bound": "kep-5004", "pinned": "claims"}
