@@ -27,7 +27,7 @@ from repositories import Repository, half_conversions, renders, repositories  # 
 from trees import snapshot  # noqa: E402
 
 from dra_migrate.cli import main as dra_migrate  # noqa: E402
-from dra_migrate.translator.render import find_renderer  # noqa: E402
+from dra_migrate.translator.renders.render import find_renderer  # noqa: E402
 
 
 def _run(arguments: list[str]) -> int:

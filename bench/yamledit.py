@@ -24,8 +24,8 @@ import yaml
 from manifest_tree import CORPUS, CORPUS_VARIABLE
 from ruamel.yaml import YAML
 
-from dra_migrate.translator.yamltext import edit_document, split_stream
-from dra_migrate.translator.yamltext.split import event_document_starts, scan_document_starts
+from dra_migrate.manifests.yamltext import edit_document, split_stream
+from dra_migrate.manifests.yamltext.split import event_document_starts, scan_document_starts
 
 _VENDOR = re.compile(r"^[a-z0-9.-]+\.(?:com|ai|io)/")
 _START = re.compile(r"^---(?=[ \t\r\n]|\Z)", re.M)

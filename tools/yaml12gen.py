@@ -1,4 +1,4 @@
-"""Generate dra_migrate/translator/yamltext/yaml12.py: ruamel.yaml's YAML 1.2 implicit resolvers.
+"""Generate dra_migrate/manifests/yamltext/yaml12.py: ruamel.yaml's YAML 1.2 implicit resolvers.
 
 The quoting decision (kubeyaml.needs_quotes) must agree with ruamel.yaml's reader, and importing
 ruamel.yaml costs more than the rest of a one-file run's YAML handling. So the resolvers are read
@@ -17,7 +17,7 @@ from pathlib import Path
 import ruamel.yaml
 from ruamel.yaml.resolver import VersionedResolver
 
-OUT = Path(__file__).resolve().parents[1] / "dra_migrate" / "translator" / "yamltext" / "yaml12.py"
+OUT = Path(__file__).resolve().parents[1] / "dra_migrate" / "manifests" / "yamltext" / "yaml12.py"
 
 Resolver = tuple[str, str, int]  # tag, pattern, re flags
 

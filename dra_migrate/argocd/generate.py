@@ -112,7 +112,7 @@ def _target_version(app: Application) -> str | None:
 def _kustomize(environ: Mapping[str, str]) -> list[str]:
     import shlex
 
-    from dra_migrate.translator.render import ENVIRONMENT_VARIABLE, find_renderer
+    from dra_migrate.translator.renders.render import ENVIRONMENT_VARIABLE, find_renderer
 
     renderer = find_renderer()
     if renderer is None:

@@ -30,7 +30,7 @@ def shape_problem(obj: dict[str, Any], target: Target) -> str | None:
         return _fields_problem(obj, _OPERATOR_FIELDS[str(obj["kind"])])
     if not obj.get("kind") or not obj.get("apiVersion"):
         return None
-    from dra_migrate.translator.schema import first_type_error  # the schemas load only for a snapshot
+    from dra_migrate.manifests.schema import first_type_error  # the schemas load only for a snapshot
 
     return first_type_error(obj, target)
 

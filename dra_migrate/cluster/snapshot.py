@@ -12,7 +12,7 @@ import yaml
 from dra_migrate.cluster.shapes import shape_problem
 from dra_migrate.cluster.state import KIND_NAMES, KINDS, ClusterState
 from dra_migrate.engine import DEFAULT_TARGET, Target, TargetVersionError
-from dra_migrate.translator.yamltext import kubeyaml
+from dra_migrate.manifests.yamltext import kubeyaml
 
 VERSION_FILE = "version.yaml"
 API_VERSIONS_FILE = "api-versions.txt"

@@ -2,7 +2,7 @@
 
 Changes are position-free (paths of keys and indexes) and exact for JSON and YAML alike (1, 1.0 and
 True are different values), so each edge builds its own form of the same change set: the webhook's
-JSON Patch (webhook/patch.py), the translator's text edit and its ruamel fallback (translator/yamltext).
+JSON Patch (webhook/patch.py), the translator's text edit and its ruamel fallback (manifests/yamltext).
 
 The engine's rules edit one copy of the object in place, each where it knows to (about forty rules,
 in several modules); rather than have every one of them report its edits, the change set is found

@@ -1,7 +1,7 @@
 """What can make `convert` change or report on an object, in terms a text scanner can check.
 
 The translator passes documents through byte for byte, without parsing them, when their text
-shows none of these (dra_migrate/translator/prefilter.py). Every rule here mirrors a decision the
+shows none of these (dra_migrate/translator/reading/prefilter.py). Every rule here mirrors a decision the
 engine takes: `route` is the dispatch `convert` itself uses, and the pod-spec fields are the ones
 `convert`'s pre-check and the rule modules read; a new rule that reads another field adds it here.
 """

@@ -48,7 +48,7 @@ def config_for(args: argparse.Namespace, state: ClusterState) -> Config:
 
 
 def _write_files(directory: Path, files: dict[str, str]) -> None:
-    from dra_migrate.translator.output import write_bytes_atomic
+    from dra_migrate.manifests.atomicwrite import write_bytes_atomic
 
     directory.mkdir(parents=True, exist_ok=True)
     for name, text in files.items():

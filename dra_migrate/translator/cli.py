@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from dra_migrate.subcommands import Subcommands
 
-from dra_migrate.translator.formats import REPORT_KINDS
+from dra_migrate.translator.results.formats import REPORT_KINDS
 
 OUTPUT_FORMATS = ("yaml", "json")
 PLACEMENTS = ("kustomization", "per-file")

@@ -15,12 +15,13 @@ from typing import Any
 
 from dra_migrate.engine import ConfigError, Target, TargetVersionError
 from dra_migrate.exits import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, fail
+from dra_migrate.manifests.atomicwrite import install_signal_cleanup
+from dra_migrate.translator.conversion.pipeline import FileResult
 from dra_migrate.translator.driver import Run, UsageError
-from dra_migrate.translator.kustomize import Kustomization
-from dra_migrate.translator.output import JsonWriter, StdoutWriter, install_signal_cleanup
-from dra_migrate.translator.pipeline import FileResult
-from dra_migrate.translator.report import paint, use_colour
-from dra_migrate.translator.sources import has_stdin
+from dra_migrate.translator.reading.sources import has_stdin
+from dra_migrate.translator.renders.kustomize import Kustomization
+from dra_migrate.translator.results.output import JsonWriter, StdoutWriter
+from dra_migrate.translator.results.report import paint, use_colour
 from dra_migrate.translator.writing import copy_unselected, emit, output_path_problem, write
 
 

@@ -18,24 +18,24 @@ from dra_migrate.engine import (
     with_served_classes,
     with_strategy,
 )
-from dra_migrate.translator import limits
-from dra_migrate.translator.charts import chart_template
-from dra_migrate.translator.inputs import InputTooLargeError, NotRegularFileError, read_file, read_stdin
-from dra_migrate.translator.kustomize import FILE_NAMES, Kustomization, KustomizationIndex
-from dra_migrate.translator.naming import InputNames
-from dra_migrate.translator.pipeline import FileResult, RunOptions, place_templates, process
-from dra_migrate.translator.prefilter import documents_mentioning
-from dra_migrate.translator.registry import TemplateKey, TemplateRegistry, template_key
-from dra_migrate.translator.report import Progress, Reporter
+from dra_migrate.translator.conversion.pipeline import FileResult, RunOptions, place_templates, process
+from dra_migrate.translator.conversion.registry import TemplateKey, TemplateRegistry, template_key
+from dra_migrate.translator.conversion.trainjobs import Override, override_of, refuse_overridden
+from dra_migrate.translator.reading import limits
+from dra_migrate.translator.reading.charts import chart_template
+from dra_migrate.translator.reading.inputs import InputTooLargeError, NotRegularFileError, read_file, read_stdin
+from dra_migrate.translator.reading.naming import InputNames
+from dra_migrate.translator.reading.prefilter import documents_mentioning
+from dra_migrate.translator.reading.sources import Source, common_base, discover, has_stdin
+from dra_migrate.translator.renders.kustomize import FILE_NAMES, Kustomization, KustomizationIndex
 from dra_migrate.translator.repository import Repository
+from dra_migrate.translator.results.report import Progress, Reporter
 from dra_migrate.translator.runner import Work, default_jobs, read_error, run_files
 from dra_migrate.translator.sidefiles import SideFiles
-from dra_migrate.translator.sources import Source, common_base, discover, has_stdin
-from dra_migrate.translator.trainjobs import Override, override_of, refuse_overridden
 
 if TYPE_CHECKING:
     from dra_migrate.cluster.state import ClusterState
-    from dra_migrate.translator.patchplan import PatchFile
+    from dra_migrate.translator.conversion.patchplan import PatchFile
 
 
 class UsageError(Exception):
@@ -128,7 +128,7 @@ class Run:
             self.reporter.add_run(Finding(Severity.WARNING, "target-not-released", "", config.target.notice))
         schema = None
         if args.validate:
-            from dra_migrate.translator.schema import schema_notice  # the schemas load only for --validate
+            from dra_migrate.manifests.schema import schema_notice  # the schemas load only for --validate
 
             schema = schema_notice(config.target)
         if schema:
@@ -139,8 +139,8 @@ class Run:
         self.repository = Repository(self)  # overlays, render verification, Helm charts
 
     def _repository_top(self, args: argparse.Namespace) -> Path | None:
-        """The repository the inputs belong to (translator.graph); None for stdin alone."""
-        from dra_migrate.translator.graph import repository_top
+        """The repository the inputs belong to (translator.renders.graph); None for stdin alone."""
+        from dra_migrate.translator.renders.graph import repository_top
 
         typed = [Path(p) for p in args.paths if p != "-"]
         if not typed:
@@ -196,7 +196,7 @@ class Run:
                 elif obj.get("kind") == "DeviceClass":
                     self.registry.note_device_class(obj)
                 elif (override := override_of(obj)) is not None:
-                    self.trainjob_overrides.append(override)  # translator.trainjobs
+                    self.trainjob_overrides.append(override)  # translator.conversion.trainjobs
 
     def results(self) -> Iterator[FileResult]:
         total = sum(1 for _ in self.sources()) if self.reporter.progress_allowed and sys.stderr.isatty() else 0
@@ -260,7 +260,7 @@ class Run:
             return True
         if source.path.name in FILE_NAMES:  # read here: kustomize also reads one with a byte-order mark
             return True
-        return self._patch_file(source) is not None  # its rewrite was planned here (translator.patchplan)
+        return self._patch_file(source) is not None  # its rewrite was planned here (translator.conversion.patchplan)
 
     def _patch_file(self, source: Source) -> PatchFile | None:
         return self.repository.patch_file(source.path) if source.path is not None else None

@@ -32,10 +32,10 @@ from dra_migrate.engine import (
     with_served_classes,
 )
 from dra_migrate.exits import EXIT_OK, fail
-from dra_migrate.translator import limits
-from dra_migrate.translator.registry import Claim, TemplateRegistry, template_conflict
-from dra_migrate.translator.trainjobs import override_of, overriding, refusal
-from dra_migrate.translator.yamltext import kubeyaml
+from dra_migrate.manifests.yamltext import kubeyaml
+from dra_migrate.translator.conversion.registry import Claim, TemplateRegistry, template_conflict
+from dra_migrate.translator.conversion.trainjobs import override_of, overriding, refusal
+from dra_migrate.translator.reading import limits
 
 RESOURCE_LIST = ("config.kubernetes.io/v1", "config.kubernetes.io/v1beta1")
 _PATH_ANNOTATIONS = ("internal.config.kubernetes.io/path", "config.kubernetes.io/path")
@@ -63,7 +63,7 @@ def run_krm(stdin: TextIO, stdout: TextIO) -> int:
 
 
 def _read(text: str) -> dict[str, Any]:
-    """The ResourceList, within the bounds every translator input has (translator/limits.py)."""
+    """The ResourceList, within the bounds every translator input has (translator/reading/limits.py)."""
     try:
         data = yaml.load(text, Loader=yaml.CSafeLoader)
         limits.check_document(text, data)
@@ -133,7 +133,7 @@ def transform(items: list[Any], config: Config, validate: bool = False) -> tuple
     # DeviceClasses among the items map names for the migration strategy (KEP-5004), as in convert.
     served = serving_classes(registry.device_classes)
     config = with_served_classes(config, {name: classes[0] for name, classes in served.items()})
-    overrides = [o for o in map(override_of, items) if o is not None]  # translator.trainjobs
+    overrides = [o for o in map(override_of, items) if o is not None]  # translator.conversion.trainjobs
     out: list[Any] = []
     results: list[dict[str, Any]] = []
     for item in items:
@@ -166,7 +166,7 @@ def transform(items: list[Any], config: Config, validate: bool = False) -> tuple
 
 def _schema_findings(objects: list[dict[str, Any]], config: Config) -> list[Finding]:
     from dra_migrate.engine import Severity
-    from dra_migrate.translator.schema import validate_object
+    from dra_migrate.manifests.schema import validate_object
 
     return [
         Finding(Severity.ERROR, "schema", "", f"{obj.get('kind')} invalid for Kubernetes {config.target}: {error}")

@@ -1,6 +1,6 @@
 """What a run checks across files, where users' repositories put them: kustomize overlays that
-patch a converted base (translator.overlays), the render of every kustomization root before and
-after (translator.verify), and Helm charts, whose rendered output the post-renderer converts."""
+patch a converted base (translator.conversion.overlays), the render of every kustomization root before and
+after (translator.renders.verify), and Helm charts, whose rendered output the post-renderer converts."""
 
 from __future__ import annotations
 
@@ -10,17 +10,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dra_migrate.engine import Finding, Severity
-from dra_migrate.translator.inputs import InputTooLargeError, read_file
-from dra_migrate.translator.kustomize import FILE_NAMES
-from dra_migrate.translator.pipeline import FileResult
-from dra_migrate.translator.render import find_renderer
-from dra_migrate.translator.sources import display_path
+from dra_migrate.translator.conversion.pipeline import FileResult
+from dra_migrate.translator.reading.inputs import InputTooLargeError, read_file
+from dra_migrate.translator.reading.sources import display_path
+from dra_migrate.translator.renders.kustomize import FILE_NAMES
+from dra_migrate.translator.renders.render import find_renderer
 
 if TYPE_CHECKING:
+    from dra_migrate.translator.conversion.patchplan import PatchFile, PatchPlan
     from dra_migrate.translator.driver import Run
-    from dra_migrate.translator.graph import RepositoryGraph
-    from dra_migrate.translator.kustomize import Kustomization
-    from dra_migrate.translator.patchplan import PatchFile, PatchPlan
+    from dra_migrate.translator.renders.graph import RepositoryGraph
+    from dra_migrate.translator.renders.kustomize import Kustomization
 
 
 class Repository:
@@ -34,7 +34,7 @@ class Repository:
         """JSON 6902 patches and replacements over device requests, planned before conversion."""
         if self.run.placement == "stream" or not self.run.index.known():
             return None
-        from dra_migrate.translator.patchplan import PatchPlan
+        from dra_migrate.translator.conversion.patchplan import PatchPlan
 
         plan = PatchPlan(self.run.index, self.run.options.config, lambda path: read_file(path, self.run.limit))
         for problem in plan.problems:
@@ -55,14 +55,14 @@ class Repository:
 
     def note_chart(self, result: FileResult) -> None:
         """A skipped file of a Helm chart that requests mapped devices: the chart needs the post-renderer."""
-        from dra_migrate.translator.charts import chart_message, chart_root, requested_devices
+        from dra_migrate.translator.reading.charts import chart_message, chart_root, requested_devices
 
         assert result.source.path is not None
         devices = requested_devices(result.original, self.run.options.config)
         root = chart_root(result.source.path, result.source.root) if devices else None
         if root is None or root in self.charts_read:
             return
-        self.charts_read.add(root)  # the chart is read whole once (translator.charts)
+        self.charts_read.add(root)  # the chart is read whole once (translator.reading.charts)
         message = chart_message(root, display_path(root), self.run.options.config)
         if message is None:  # it names the devices only as toleration keys or in comments
             return
@@ -70,12 +70,12 @@ class Repository:
         result.file_findings.append(Finding(Severity.WARNING, "helm-chart", "", message))
 
     def complete_patches(self, results: Iterable[FileResult]) -> None:
-        """Converted strategic-merge patches get their base's other claims (translator.overlays)."""
-        from dra_migrate.translator.overlays import base_claims, complete_patch
+        """Converted strategic-merge patches get their base's other claims (translator.conversion.overlays)."""
+        from dra_migrate.translator.conversion.overlays import base_claims, complete_patch
 
         changed = {r.source.path.resolve(): r for r in results if r.changed and r.source.path is not None}
         for kustomization in self.run.index.known():
-            # those the plan rewrote against what they patch are complete already (translator.patchplan)
+            # those the plan rewrote against what they patch are complete already (translator.conversion.patchplan)
             patches = [changed[p] for p in sorted(kustomization.patches) if p in changed and not self.patch_file(p)]
             patches = [r for r in patches if "resourceClaims" in r.text]
             if not patches:
@@ -99,8 +99,8 @@ class Repository:
 
     @functools.cached_property
     def graph(self) -> RepositoryGraph:
-        """Every kustomization of the repository the inputs belong to (translator.graph)."""
-        from dra_migrate.translator.graph import RepositoryGraph
+        """Every kustomization of the repository the inputs belong to (translator.renders.graph)."""
+        from dra_migrate.translator.renders.graph import RepositoryGraph
 
         assert self.run.top is not None, "a run over stdin alone has no repository"
         return RepositoryGraph(self.run.index, self.run.top)
@@ -119,7 +119,7 @@ class Repository:
         """Roots that must not be written: those that render from a patch the plan could not convert
         (reported already), and, when renders are verified, those whose render is not their conversion
         or that cannot be built."""
-        from dra_migrate.translator.verify import RootCheck
+        from dra_migrate.translator.renders.verify import RootCheck
 
         failed = self.patches.failed() if self.patches is not None else set()
         checks = [
@@ -146,7 +146,7 @@ class Repository:
     def _unconverted_hint(self, root: Kustomization, changes: dict[Path, str]) -> list[str]:
         """The files of a refused root's render that name devices and were not converted with it: the
         usual cause (a base, or an overlay's patch, left out of the arguments)."""
-        from dra_migrate.translator.prefilter import prefilter_for
+        from dra_migrate.translator.reading.prefilter import prefilter_for
 
         prefilter = prefilter_for(self.run.options.config)
         left = []
@@ -177,9 +177,9 @@ class Repository:
     def failed_renders(self, changes: dict[Path, str]) -> list[Any]:
         """Build every kustomization root that renders from `changes` (resolved path -> text) before and
         after them, and those under the directory arguments once; report each, and return the roots
-        that must not be written (translator.verify.RootCheck)."""
+        that must not be written (translator.renders.verify.RootCheck)."""
         # only runs over kustomizations need it
-        from dra_migrate.translator.verify import NOT_BUILT, Verification, verify
+        from dra_migrate.translator.renders.verify import NOT_BUILT, Verification, verify
 
         arguments = [self.run.names.resolved(Path(p)) for p in self.run.paths if p != "-" and Path(p).is_dir()]
         check = Verification(

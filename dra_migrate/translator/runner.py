@@ -17,10 +17,10 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Protocol
 
-from dra_migrate.translator.inputs import InputTooLargeError, read_file
-from dra_migrate.translator.pipeline import FileResult, RunOptions, process_yaml
-from dra_migrate.translator.sources import Source
-from dra_migrate.translator.yamltext.split import scan_document_starts
+from dra_migrate.manifests.yamltext.split import scan_document_starts
+from dra_migrate.translator.conversion.pipeline import FileResult, RunOptions, process_yaml
+from dra_migrate.translator.reading.inputs import InputTooLargeError, read_file
+from dra_migrate.translator.reading.sources import Source
 
 if TYPE_CHECKING:
     from multiprocessing.pool import AsyncResult, Pool

@@ -2,7 +2,7 @@
 
 Generated ResourceClaimTemplates go to a kustomization's `dra-migrate-templates.yaml` (added to its
 `resources:`) or to --templates-file; DeviceClasses left to KEP-5004 go to --device-classes. Each such
-file is merged into what it holds, never replaced (translator.placement), and an input whose templates
+file is merged into what it holds, never replaced (translator.conversion.placement), and an input whose templates
 go to one is written only once that file can be (`unit_of`).
 """
 
@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dra_migrate.engine import Finding, Severity, build_device_class, convert
-from dra_migrate.translator.inputs import InputTooLargeError, newline_of, read_file
-from dra_migrate.translator.kustomize import TEMPLATES_FILE, Kustomization
-from dra_migrate.translator.pipeline import FileResult
-from dra_migrate.translator.placement import add_resource, merge_device_classes, merge_templates
-from dra_migrate.translator.registry import TemplateKey, template_key
-from dra_migrate.translator.sources import Source, display_path
-from dra_migrate.translator.yamltext import kubeyaml
+from dra_migrate.manifests.yamltext import kubeyaml
+from dra_migrate.translator.conversion.pipeline import FileResult
+from dra_migrate.translator.conversion.placement import add_resource, merge_device_classes, merge_templates
+from dra_migrate.translator.conversion.registry import TemplateKey, template_key
+from dra_migrate.translator.reading.inputs import InputTooLargeError, newline_of, read_file
+from dra_migrate.translator.reading.sources import Source, display_path
+from dra_migrate.translator.renders.kustomize import TEMPLATES_FILE, Kustomization
 
 if TYPE_CHECKING:
     from dra_migrate.translator.driver import Run

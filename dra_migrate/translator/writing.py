@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from dra_migrate.translator.output import JsonWriter, StdoutWriter, write_atomic, write_bytes_atomic
-from dra_migrate.translator.pipeline import FileResult
-from dra_migrate.translator.sources import Source, unselected
-from dra_migrate.translator.yamltext import kubeyaml
+from dra_migrate.manifests.atomicwrite import write_atomic, write_bytes_atomic
+from dra_migrate.manifests.yamltext import kubeyaml
+from dra_migrate.translator.conversion.pipeline import FileResult
+from dra_migrate.translator.reading.sources import Source, unselected
+from dra_migrate.translator.results.output import JsonWriter, StdoutWriter
 
 if TYPE_CHECKING:
     from dra_migrate.translator.driver import Run

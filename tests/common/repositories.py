@@ -22,10 +22,10 @@ from typing import Any
 from hypothesis import strategies as st
 
 from dra_migrate.engine import default_config
-from dra_migrate.translator.graph import RepositoryGraph
-from dra_migrate.translator.kustomize import KustomizationIndex
-from dra_migrate.translator.render import Renderer, RenderError, build
-from dra_migrate.translator.renderdiff import conversion_differences
+from dra_migrate.translator.renders.graph import RepositoryGraph
+from dra_migrate.translator.renders.kustomize import KustomizationIndex
+from dra_migrate.translator.renders.render import Renderer, RenderError, build
+from dra_migrate.translator.renders.renderdiff import conversion_differences
 
 FILE_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 

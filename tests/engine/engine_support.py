@@ -19,7 +19,7 @@ import pods
 import yaml
 
 from dra_migrate.engine import ConversionResult, Finding, Severity, Target
-from dra_migrate.translator.schema import validate_object
+from dra_migrate.manifests.schema import validate_object
 
 T132 = Target.parse("1.32")
 T133 = Target.parse("1.33")

@@ -44,7 +44,7 @@ from dra_migrate.engine import (
     is_extended_resource,
     json_path,
 )
-from dra_migrate.translator.schema import validate_object
+from dra_migrate.manifests.schema import validate_object
 
 corpus.require_module()
 

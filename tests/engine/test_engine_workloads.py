@@ -10,7 +10,7 @@ from engine_support import MANAGED_BY, T134, as_pod, converted, errors, findings
 from pods import container, gpu
 
 from dra_migrate.engine import Config, Severity, convert, parse_config
-from dra_migrate.translator.schema import validate_object
+from dra_migrate.manifests.schema import validate_object
 
 Path = tuple[str | int, ...]
 

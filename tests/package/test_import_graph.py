@@ -3,6 +3,11 @@
 * The engine is pure and self-contained: it imports nothing from the edges.
 * The translator never imports the webhook, the webhook never imports the translator, and
   certs imports neither: each edge can change without touching the others.
+* Kubernetes manifests as text and files (manifests: yamltext, the schema check, atomic writes) sit
+  below every part that reads or writes them: they import the engine and nothing else, and cluster/
+  and planning/ borrow them from there instead of from the translator.
+* The translator's stages import only downward (reading < renders < conversion < results); the
+  modules at its top (commands, the run and what works on a whole run) may import any stage.
 * The configuration loader (configfile.py, configsections.py) imports no part but the engine: each
   part registers its own section.
 * Outside the engine only the names its `__init__` exports are used (its public surface).
@@ -67,8 +72,10 @@ def test_engine_imports_nothing_from_the_edges(path: Path) -> None:
 
 
 FORBIDDEN = {
-    "translator": ("dra_migrate.webhook", "dra_migrate.certs"),
+    "translator": ("dra_migrate.webhook", "dra_migrate.certs", "dra_migrate.argocd"),
     "webhook": ("dra_migrate.translator",),
+    "cluster": ("dra_migrate.translator",),
+    "planning": ("dra_migrate.translator",),
     "certs": ("dra_migrate.translator", "dra_migrate.webhook", "dra_migrate.engine"),
 }
 
@@ -78,6 +85,36 @@ def test_edges_do_not_import_each_other(part: str) -> None:
     for path in package_files(part):
         for target, line in internal_targets(path):
             assert not target.startswith(FORBIDDEN[part]), f"{path.relative_to(ROOT)}:{line} imports {target}"
+
+
+@pytest.mark.parametrize("path", package_files("manifests"), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_manifests_import_only_the_engine(path: Path) -> None:
+    for target, line in internal_targets(path):
+        where = f"{path.relative_to(ROOT)}:{line}"
+        assert target.startswith(("dra_migrate.manifests", "dra_migrate.engine")), f"{where} imports {target}"
+
+
+STAGES = ("reading", "renders", "conversion", "results")  # the translator's, bottom first
+
+
+def translator_stage(module: str) -> int:
+    """A translator module's place in STAGES; its top (commands, the run) is above them all."""
+    parts = module.split(".")
+    return STAGES.index(parts[2]) if len(parts) > 2 and parts[2] in STAGES else len(STAGES)
+
+
+def test_the_translator_stages_are_its_subpackages() -> None:
+    packages = {path.parent.name for path in (PACKAGE / "translator").glob("*/__init__.py")}
+    assert packages == set(STAGES)
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_translator_stages_import_only_downward(stage: str) -> None:
+    for path in package_files(f"translator/{stage}"):
+        own = translator_stage(module_name(path))
+        for target, line in internal_targets(path):
+            if target.startswith("dra_migrate.translator"):
+                assert translator_stage(target) <= own, f"{path.relative_to(ROOT)}:{line} imports {target}, above it"
 
 
 @pytest.mark.parametrize("name", ["configfile.py", "configsections.py"])

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from dra_migrate.engine import default_config, json_path
-from dra_migrate.translator.locate import document_line, field_lines, path_steps
-from dra_migrate.translator.pipeline import DocumentReport, RunOptions, process_json, process_yaml
-from dra_migrate.translator.registry import TemplateRegistry
-from dra_migrate.translator.sources import Source
+from dra_migrate.translator.conversion.pipeline import DocumentReport, RunOptions, process_json, process_yaml
+from dra_migrate.translator.conversion.registry import TemplateRegistry
+from dra_migrate.translator.reading.sources import Source
+from dra_migrate.translator.results.locate import document_line, field_lines, path_steps
 
 OPTIONS = RunOptions(config=default_config(), input_classes={})
 
@@ -61,7 +61,7 @@ items:
 
 def documents(text: str) -> list[DocumentReport]:
     """The documents of a stream as the pipeline reports them (spans and first lines), through its real split."""
-    from dra_migrate.translator.yamltext.split import scan_document_starts
+    from dra_migrate.manifests.yamltext.split import scan_document_starts
 
     starts = scan_document_starts(text)
     assert starts is not None

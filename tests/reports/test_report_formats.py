@@ -26,7 +26,7 @@ from kubectl import require_standalone_kustomize
 from markdown_it import MarkdownIt
 
 from dra_migrate.engine import RULES
-from dra_migrate.translator.kustomize import TEMPLATES_FILE
+from dra_migrate.translator.renders.kustomize import TEMPLATES_FILE
 
 HERE = Path(__file__).resolve().parent
 EXAMPLE = HERE / "pull-request"

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-TABLE = ROOT / "dra_migrate" / "translator" / "yamltext" / "yaml12.py"
+TABLE = ROOT / "dra_migrate" / "manifests" / "yamltext" / "yaml12.py"
 
 
 def test_checked_in_table_is_the_generated_one(tmp_path: Path) -> None:

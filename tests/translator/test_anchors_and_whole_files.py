@@ -15,7 +15,7 @@ import yaml
 from translator_cli_support import Runner
 
 from dra_migrate.engine import default_config
-from dra_migrate.translator.devices import device_view
+from dra_migrate.translator.renders.devices import device_view
 
 PYTORCH_JOB = """\
 apiVersion: kubeflow.org/v1

@@ -106,7 +106,7 @@ def _list_with_pod_spec(spec: str) -> str:
     ("stdin", "message"),
     [
         ("kind: [", "invalid YAML at line"),
-        # the translator's bounds (translator/limits.py): its own walk, and libyaml's refusal beyond 1,000 levels
+        # the translator's bounds (translator/reading/limits.py): its walk, and libyaml's refusal beyond 1,000 levels
         (_list_with_pod_spec("{overhead: " + "[" * 700 + "]" * 700 + "}"), "nested deeper than 500 levels"),
         (_list_with_pod_spec("{overhead: " + "[" * 1200 + "]" * 1200 + "}"), "nested deeper than 500 levels"),
         (_list_with_pod_spec("{nodeSelector: &loop {a: *loop}}"), "contains an alias of itself"),

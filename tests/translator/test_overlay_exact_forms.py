@@ -18,8 +18,8 @@ from translator_cli_support import Runner
 from trees import snapshot, write_tree
 
 from dra_migrate.engine import default_config
-from dra_migrate.translator.jsonpatches import Rewrite, rewrite
-from dra_migrate.translator.renderdiff import conversion_differences
+from dra_migrate.translator.conversion.jsonpatches import Rewrite, rewrite
+from dra_migrate.translator.renders.renderdiff import conversion_differences
 
 DEPLOYMENT = """\
 apiVersion: apps/v1

@@ -20,10 +20,10 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from dra_migrate.engine import default_config, parse_config
-from dra_migrate.translator.pipeline import FileResult, RunOptions, process
-from dra_migrate.translator.prefilter import Prefilter
-from dra_migrate.translator.registry import TemplateRegistry
-from dra_migrate.translator.sources import Source
+from dra_migrate.translator.conversion.pipeline import FileResult, RunOptions, process
+from dra_migrate.translator.conversion.registry import TemplateRegistry
+from dra_migrate.translator.reading.prefilter import Prefilter
+from dra_migrate.translator.reading.sources import Source
 
 CONFIGS = {
     "default": default_config("1.34"),

@@ -14,7 +14,7 @@ from translator_cli_support import Runner
 from trees import snapshot, write_tree
 
 from dra_migrate.engine import convert, default_config
-from dra_migrate.translator.renderdiff import conversion_differences
+from dra_migrate.translator.renders.renderdiff import conversion_differences
 
 pytestmark = pytest.mark.usefixtures("kustomize")  # the real kustomize renders (conftest.py)
 

@@ -18,7 +18,7 @@ from trees import snapshot as _snapshot
 from trees import write_tree as _lay_out
 
 from dra_migrate.engine import default_config
-from dra_migrate.translator.devices import compare, device_view
+from dra_migrate.translator.renders.devices import compare, device_view
 
 pytestmark = pytest.mark.usefixtures("kustomize")  # the real kustomize renders (conftest.py)
 

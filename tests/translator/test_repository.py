@@ -17,7 +17,7 @@ from translator_cli_support import Runner
 from trees import snapshot, write_tree
 
 from dra_migrate.engine import default_config
-from dra_migrate.translator.devices import device_view
+from dra_migrate.translator.renders.devices import device_view
 
 pytestmark = pytest.mark.usefixtures("kustomize")  # the real kustomize renders (conftest.py)
 

@@ -13,7 +13,7 @@ from repositories import Repository, half_conversions, renders, repositories
 from translator_cli_support import Runner
 from trees import snapshot
 
-from dra_migrate.translator.render import find_renderer
+from dra_migrate.translator.renders.render import find_renderer
 
 EXAMPLES = int(os.environ.get("DRA_MIGRATE_REPOSITORY_EXAMPLES", "12"))
 

@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from kubernetes_validate import utils as kv_utils
 
 from dra_migrate.engine import Target, convert, default_config
-from dra_migrate.translator.schema import kind_schema, schema_dir, validate_object
-from dra_migrate.translator.schemafast import Compiler
+from dra_migrate.manifests.schema import kind_schema, schema_dir, validate_object
+from dra_migrate.manifests.schemafast import Compiler
 
 TARGETS = ("1.32", "1.33", "1.34")
 

@@ -63,7 +63,7 @@ def test_a_one_file_convert_loads_only_what_it_uses(tmp_path: Path) -> None:
     manifest = tmp_path / "pod.yaml"
     manifest.write_text(GPU_POD, encoding="utf-8")
     modules = loaded_by("convert", "--report", "none", str(manifest))
-    assert "dra_migrate.translator.pipeline" in modules  # the probe did convert
+    assert "dra_migrate.translator.conversion.pipeline" in modules  # the probe did convert
     loaded = {name: why for name, why in NOT_FOR_ONE_FILE.items() if name in modules}
     assert loaded == {}, "a one-file convert imported modules it does not need"
 

@@ -1,4 +1,4 @@
-"""The strategic merge the patch planner models (translator.strategic.merge) is the merge the real
+"""The strategic merge the patch planner models (translator.conversion.strategic.merge) is the merge the real
 kustomize does: each case is built by kustomize and compared with the model, field for field."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 import yaml
 from trees import write_tree
 
-from dra_migrate.translator.strategic import is_keyed, merge
+from dra_migrate.translator.conversion.strategic import is_keyed, merge
 
 POD_SPEC = {
     "tolerations": [{"key": "a", "operator": "Exists"}],

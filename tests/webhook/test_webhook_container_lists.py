@@ -15,7 +15,7 @@ import pytest
 from pods import container, gpu, pod
 
 from dra_migrate.engine import ALL_CONTAINERS, REQUESTING_CONTAINERS, convert, default_config, pod_containers
-from dra_migrate.translator.devices import device_view
+from dra_migrate.translator.renders.devices import device_view
 from dra_migrate.webhook.match_conditions import expression
 from dra_migrate.webhook.podcheck import mapped_requests
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from dra_migrate.translator.yamltext import EditResult, edit_document, kubeyaml
+from dra_migrate.manifests.yamltext import EditResult, edit_document, kubeyaml
 
 
 def _edit(text: str, change: Any) -> tuple[EditResult, Any]:
@@ -395,7 +395,7 @@ last: *t
 
 
 def test_rewrite_keeps_the_document_frame() -> None:
-    from dra_migrate.translator.yamltext.edit import rewrite
+    from dra_migrate.manifests.yamltext.edit import rewrite
 
     assert rewrite("# c\n---\na: 1\n...\n", {"b": 2}) == "# c\n---\nb: 2\n...\n"
     assert rewrite("a: 1", {"b": 2}) == "b: 2"

@@ -14,7 +14,7 @@ import corpus
 import pytest
 from yamltext_support import removed_line_ranges
 
-from dra_migrate.translator.yamltext import edit_document, kubeyaml, split_stream
+from dra_migrate.manifests.yamltext import edit_document, kubeyaml, split_stream
 
 CORPUS = corpus.CORPUS / "dra-versions"
 _MOVED = ("deviceClassName", "selectors", "allocationMode", "count", "adminAccess", "tolerations")

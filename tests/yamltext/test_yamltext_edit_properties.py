@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
 from dra_migrate.engine import changes, same
-from dra_migrate.translator.yamltext import edit_document, kubeyaml
-from dra_migrate.translator.yamltext.edit import parses_to
-from dra_migrate.translator.yamltext.shapes import DeclineError
-from dra_migrate.translator.yamltext.surgical import SurgicalEditor
+from dra_migrate.manifests.yamltext import edit_document, kubeyaml
+from dra_migrate.manifests.yamltext.edit import parses_to
+from dra_migrate.manifests.yamltext.shapes import DeclineError
+from dra_migrate.manifests.yamltext.surgical import SurgicalEditor
 
 _keys = st.text("abcdefgxyz-./", min_size=1, max_size=6)
 _scalars = st.one_of(

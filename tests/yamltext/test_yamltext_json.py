@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from dra_migrate.translator.yamltext import dump_json_like
+from dra_migrate.manifests.yamltext import dump_json_like
 
 NEW = {"kind": "Pod", "spec": {"containers": [{"name": "a", "resources": {"claims": [{"name": "gpu"}]}}]}}
 

@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 from kubectl import kubectl_read, require_kubectl
 
 from dra_migrate.engine import changes
-from dra_migrate.translator.yamltext import edit_document, kubeyaml
-from dra_migrate.translator.yamltext.edit import rewrite
-from dra_migrate.translator.yamltext.roundtrip import roundtrip_edit
-from dra_migrate.translator.yamltext.shapes import Layout
+from dra_migrate.manifests.yamltext import edit_document, kubeyaml
+from dra_migrate.manifests.yamltext.edit import rewrite
+from dra_migrate.manifests.yamltext.roundtrip import roundtrip_edit
+from dra_migrate.manifests.yamltext.shapes import Layout
 
 HEAD = "apiVersion: example.com/v1\nkind: Probe\nmetadata:\n  name: probe\n"
 

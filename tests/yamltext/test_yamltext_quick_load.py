@@ -18,7 +18,7 @@ from corpus import REPO_ROOT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dra_migrate.translator.yamltext import kubeyaml
+from dra_migrate.manifests.yamltext import kubeyaml
 
 _PLAIN = (  # noqa: SIM905 (the words read better as one text)
     "y Y n N yes no on off true False NULL ~ .nan -.inf 1e3 089 017 0o17 0x1F 0b101 1_000 +5 -0 1. .5 1:20 2001-12-14 "

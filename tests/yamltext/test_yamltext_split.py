@@ -9,8 +9,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dra_migrate.translator.yamltext import kubeyaml, split_stream
-from dra_migrate.translator.yamltext.split import event_document_starts, scan_document_starts
+from dra_migrate.manifests.yamltext import kubeyaml, split_stream
+from dra_migrate.manifests.yamltext.split import event_document_starts, scan_document_starts
 
 
 def _check(text: str) -> list[str]:

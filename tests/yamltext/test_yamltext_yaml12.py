@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from ruamel.yaml.nodes import ScalarNode
 from ruamel.yaml.resolver import VersionedResolver
 
-from dra_migrate.translator.yamltext import kubeyaml
+from dra_migrate.manifests.yamltext import kubeyaml
 
 _RUAMEL = VersionedResolver(version=(1, 2))
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import yaml
 
-from dra_migrate.translator.yamltext import kubeyaml
+from dra_migrate.manifests.yamltext import kubeyaml
 
 
 def _last_line(node: yaml.Node) -> int:
