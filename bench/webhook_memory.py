@@ -8,11 +8,22 @@ For each count the server starts on a fresh API, its watched copies are listed a
 answers `--reviews` GPU pod reviews (creating its own template), and then the resident memory of the
 master and every worker is read from /proc. The figures are printed as they are and as ratios to the
 0 case: the webhook watches only its own templates (by label), so they must stay flat.
+
+    python bench/webhook_memory.py --own 0,5000,20000 [--worker-counts 2,4] [--namespaces 2000] [--quotas 500]
+
+measures instead what the webhook's own work costs each worker: for each worker count, a baseline
+run on an empty API (no namespaces, quotas or templates), then runs with `--namespaces` namespaces,
+`--quotas` ResourceQuotas and that many of dra-migrate's own templates (each a distinct claim spec,
+the worst case for the copy). Per run it prints the master's and the mean worker's resident memory
+(VmRSS) and high-water mark (VmHWM), the worker's state (its VmRSS less the baseline worker's), and
+the list and watch requests the pod made per resource once synced: each worker keeps its own copy,
+so both the state and the requests are paid once per worker.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import http.client
 import shutil
 import signal
@@ -96,15 +107,15 @@ def post_review(port: int, ca_file: Path, body: bytes) -> int:
         connection.close()
 
 
-def tree_rss_kib(pid: int) -> dict[int, int]:
-    """VmRSS (KiB) of `pid` and its child processes."""
+def tree_rss_kib(pid: int, field: str = "VmRSS") -> dict[int, int]:
+    """`field` of /proc/<pid>/status (KiB: VmRSS, VmHWM) of `pid` and its child processes."""
     found: dict[int, int] = {}
     pending = [pid]
     while pending:
         current = pending.pop()
         try:
             status = Path(f"/proc/{current}/status").read_text()
-            found[current] = int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:")))
+            found[current] = int(next(line.split()[1] for line in status.splitlines() if line.startswith(f"{field}:")))
             for task in Path(f"/proc/{current}/task").iterdir():
                 pending += [int(child) for child in (task / "children").read_text().split()]
         except (OSError, ValueError, StopIteration):
@@ -141,16 +152,119 @@ def measure(work: Path, count: int, workers: int, reviews: int) -> tuple[int, in
             process.wait(timeout=60)
 
 
+def own_template(number: int, namespaces: int) -> dict[str, Any]:
+    """One of dra-migrate's templates (its managed-by label), each with a claim spec of its own."""
+    template = foreign_template(number)
+    metadata = template["metadata"]
+    metadata["name"] = f"gpu-nvidia-com-{1 + number % 8}-{number:06d}"
+    metadata["namespace"] = f"team-{number % max(namespaces, 1)}"
+    metadata["labels"] = {"app.kubernetes.io/managed-by": "dra-migrate"}
+    del metadata["annotations"]
+    return template
+
+
+def own_cluster(templates: int, namespaces: int, quotas: int) -> FakeKube:
+    """An API holding `namespaces` namespaces, `quotas` ResourceQuotas and `templates` of dra-migrate's."""
+    fake = FakeKube()
+    fake.add_namespace("ml")
+    for number in range(namespaces):
+        fake.add_namespace(f"team-{number}", {"team": f"team-{number % 17}", "tier": "batch"})
+    for number in range(quotas):
+        hard = {"gpu.nvidia.com.deviceclass.resource.k8s.io/devices": "16", "requests.cpu": "64", "pods": "100"}
+        fake.add_quota(f"team-{number % max(namespaces, 1)}", f"quota-{number}", hard, {"pods": "3"})
+    fake.fill(TEMPLATES, [own_template(number, namespaces) for number in range(templates)])
+    return fake
+
+
+WATCHED = ("namespaces", "resourcequotas", "resourceclaimtemplates", "deviceclasses")
+
+
+def cluster_lists(fake: FakeKube, plural: str) -> int:
+    """The cluster-wide lists of `plural` begun (a list's further pages and the watches not counted)."""
+    with fake.lock:
+        paths = [path for method, path in fake.calls if method == "GET" and f"/{plural}?" in path]
+    return sum(
+        1 for path in paths if "/namespaces/" not in path and "watch=true" not in path and "continue=" not in path
+    )
+
+
+def watched_by_all(fake: FakeKube, plural: str, workers: int) -> bool:
+    return fake.calls_to("GET", f"{plural}?watch=true") >= workers
+
+
+def measure_own(work: Path, fake: FakeKube, workers: int, reviews: int) -> dict[str, float]:
+    """Memory (KiB) of the master and the mean worker, and the list and watch requests per resource,
+    once every worker's copies are listed and watching and `reviews` reviews are answered."""
+    with FakeKubeServer(fake) as served:
+        process, port = start_server(work, served.write_kubeconfig(work / "kubeconfig"), workers)
+        try:
+            for plural in WATCHED:
+                wait_until(
+                    functools.partial(watched_by_all, fake, plural, workers),
+                    timeout=600,
+                    what=f"every worker's {plural} watch",
+                )
+            body = gpu_pod_review()
+            for _ in range(reviews):
+                if post_review(port, work / "ca.crt", body) != 200:
+                    raise SystemExit("a review was not answered 200")
+            time.sleep(1.0)
+            rss, hwm = tree_rss_kib(process.pid), tree_rss_kib(process.pid, "VmHWM")
+            figures = {
+                "master": float(rss.pop(process.pid)),
+                "worker": sum(rss.values()) / max(len(rss), 1),
+                "worker_peak": sum(hwm[pid] for pid in rss) / max(len(rss), 1),
+            }
+            for plural in WATCHED:
+                figures[f"lists {plural}"] = float(cluster_lists(fake, plural))
+                figures[f"watches {plural}"] = float(fake.calls_to("GET", f"{plural}?watch=true"))
+            return figures
+        finally:
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=60)
+
+
+def report_own(work: Path, counts: list[int], worker_counts: list[int], args: argparse.Namespace) -> None:
+    print(f"namespaces: {args.namespaces}; quotas: {args.quotas}; reviews per run: {args.reviews}")
+    print(
+        f"{'workers':>7} {'own templates':>13} {'master MiB':>10} {'worker MiB':>10} {'worker peak':>11} "
+        f"{'state/worker':>12} {'state/pod':>9} {'lists/resource':>14} {'watches/resource':>16}"
+    )
+    for workers in worker_counts:
+        base = measure_own(work, FakeKube(), workers, args.reviews)
+        runs = [("none", base)] + [
+            (f"{count:,}", measure_own(work, own_cluster(count, args.namespaces, args.quotas), workers, args.reviews))
+            for count in counts
+        ]
+        for label, figures in runs:
+            state = figures["worker"] - base["worker"]
+            lists = max(figures[f"lists {plural}"] for plural in WATCHED)
+            watches = max(figures[f"watches {plural}"] for plural in WATCHED)
+            print(
+                f"{workers:>7} {label:>13} {figures['master'] / 1024:>10.1f} {figures['worker'] / 1024:>10.1f} "
+                f"{figures['worker_peak'] / 1024:>11.1f} {state / 1024:>12.1f} {state * workers / 1024:>9.1f} "
+                f"{lists:>14.0f} {watches:>16.0f}",
+                flush=True,
+            )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--counts", default="0,10000,100000", help="foreign templates per run; the first is the base")
     parser.add_argument("--workers", type=int, default=2, help="server worker processes")
     parser.add_argument("--reviews", type=int, default=200, help="reviews answered before memory is read")
+    parser.add_argument("--own", default="", help="own templates per run (the webhook's own work instead)")
+    parser.add_argument("--worker-counts", default="2,4", help="with --own: server worker processes per series")
+    parser.add_argument("--namespaces", type=int, default=2000, help="with --own: namespaces in the cluster")
+    parser.add_argument("--quotas", type=int, default=500, help="with --own: ResourceQuotas in the cluster")
     args = parser.parse_args()
-    counts = [int(count) for count in args.counts.split(",")]
+    counts = [int(count) for count in (args.own or args.counts).split(",")]
     work = Path(tempfile.mkdtemp(prefix="dra-migrate-memory-"))
     try:
         write_bundle(create_bundle(service="dra-migrate", namespace="dra-migrate", ip_addresses=["127.0.0.1"]), work)
+        if args.own:
+            report_own(work, counts, [int(count) for count in args.worker_counts.split(",")], args)
+            return 0
         print(f"workers: {args.workers}; reviews per run: {args.reviews}")
         print(
             f"{'foreign templates':>18} {'total RSS MiB':>14} {'ratio':>6} {'largest worker MiB':>19} {'ratio':>6} "

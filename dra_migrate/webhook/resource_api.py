@@ -228,15 +228,27 @@ class ResourceApi(Protocol):
         ...
 
 
-def list_all(
+def list_pages(
     api: ResourceApi, resource: ApiResource, namespace: str | None, timeout: float, *, label_selector: str = ""
-) -> Page:
-    """Every page of a list; the resourceVersion of the first page (the snapshot the list is from)."""
-    first = page = api.list_page(resource, namespace, timeout, label_selector=label_selector)
-    items = list(page.items)
+) -> Iterator[Page]:
+    """The pages of a list one after the other, so that a caller keeping a few fields of each object
+    never holds more than one page of whole objects."""
+    page = api.list_page(resource, namespace, timeout, label_selector=label_selector)
+    yield page
     while page.continue_token:
         page = api.list_page(
             resource, namespace, timeout, label_selector=label_selector, continue_token=page.continue_token
         )
+        yield page
+
+
+def list_all(
+    api: ResourceApi, resource: ApiResource, namespace: str | None, timeout: float, *, label_selector: str = ""
+) -> Page:
+    """Every page of a list; the resourceVersion of the first page (the snapshot the list is from)."""
+    pages = list_pages(api, resource, namespace, timeout, label_selector=label_selector)
+    first = next(pages)
+    items = list(first.items)
+    for page in pages:
         items.extend(page.items)
     return Page(items, first.resource_version)

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import enum
 import json
+import sys
 import threading
 import time
 from collections import OrderedDict
@@ -90,7 +91,8 @@ def template_record(obj: Mapping[str, Any]) -> TemplateRecord:
     metadata = metadata if isinstance(metadata, Mapping) else {}
     annotations = metadata.get("annotations")
     unused = isinstance(annotations, Mapping) and UNUSED_ANNOTATION in annotations
-    return TemplateRecord(str(metadata.get("uid") or ""), content_key(obj), unused)
+    # Interned: the templates of one shape (the same mapping and count in many namespaces) share one key.
+    return TemplateRecord(str(metadata.get("uid") or ""), sys.intern(content_key(obj)), unused)
 
 
 def candidate_names(name: str) -> list[str]:

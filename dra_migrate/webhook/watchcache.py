@@ -37,7 +37,7 @@ from dra_migrate.webhook.resource_api import (
     ApiResource,
     GoneError,
     ResourceApi,
-    list_all,
+    list_pages,
 )
 
 log = logging.getLogger(__name__)
@@ -196,22 +196,26 @@ class WatchCache(Generic[T]):
         self._last_error = exc.detail
 
     def _relist(self) -> str:
-        page = list_all(self._api, self._resource, None, self._timeout, label_selector=self._selector)
         fresh: dict[str, dict[str, T]] = {}
-        for obj in page.items:
-            namespace, name, _ = object_key(obj)
-            fresh.setdefault(namespace, {})[name] = self._keep(obj)
+        resource_version = ""
+        # Kept page by page: a worker never holds the whole list's objects at once (their peak
+        # would stay in its resident memory long after the list).
+        for page in list_pages(self._api, self._resource, None, self._timeout, label_selector=self._selector):
+            resource_version = resource_version or page.resource_version
+            for obj in page.items:
+                namespace, name, _ = object_key(obj)
+                fresh.setdefault(namespace, {})[name] = self._keep(obj)
         with self._lock:
             self._by_namespace = fresh
             self._generation += 1
             self._seen_version = 0
-            self._saw(page.resource_version)
+            self._saw(resource_version)
         self._alive = time.monotonic()
         self._synced.set()
         if self._last_error:
             log.info("%s: watching again", self._resource.plural)
             self._last_error = ""
-        return page.resource_version
+        return resource_version
 
     def _watch(self, resource_version: str) -> str:
         """Apply events until the server ends the watch; returns the resourceVersion to resume from."""
