@@ -86,7 +86,7 @@ def test_kueue_accepts_the_written_kueue_config(tmp_path: Path, flags: tuple[str
 
 
 def test_kueue_validation_leaves_path_separation_to_the_plan(tmp_path: Path) -> None:
-    """Why the rule above is the plan's: Kueue starts with a class that has extendedResourceName mapped."""
+    """Why the rule above is the plan's: Kueue's validation accepts a mapped class that has extendedResourceName."""
     check = require_kueue_config_check()
     fragment = written_kueue_config(tmp_path)
     fragment["resources"]["deviceClassMappings"].append({"name": "amd.com/gpu", "deviceClassNames": ["gpu.amd.com"]})
