@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: setup demo test lint docs e2e-bins helm-bin promtool-bin e2e bench releases yaml12 clean
+.PHONY: setup demo test lint docs e2e-bins helm-bin promtool-bin kueue-bin e2e bench releases yaml12 clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +56,11 @@ helm-bin:
 ## module into ~/.cache/dra-migrate/promtool-<version>/ (reused).
 promtool-bin:
 	bash tests/deploy/build-promtool.sh
+
+## Kueue's own configuration check (its pkg/config loading and validation) for the plan's Kueue tests, built
+## from the Go module in tests/planning/kueue-config-check into ~/.cache/dra-migrate/kueue-config-check-<version>/.
+kueue-bin:
+	bash tests/planning/build-kueue-config-check.sh
 
 e2e: $(STAMP) e2e-bins helm-bin
 	$(BIN)/pytest -q tests/e2e

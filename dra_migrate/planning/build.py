@@ -373,7 +373,7 @@ def _kueue(state: ClusterState, config: Config) -> tuple[dict[str, Any] | None, 
     """Kueue's deviceClassMappings: each mapped name a ClusterQueue covers, to the DeviceClass its claims
     use, so that the queue keeps charging converted pods (it reads them at start-up only); and why a name
     gets none. Kueue accepts one resource per DeviceClass (pkg/config/validation.go,
-    validateDeviceClassMappings, kubernetes-sigs/kueue v0.20) and counts a class that has
+    validateDeviceClassMappings, sigs.k8s.io/kueue v0.17.0) and counts a class that has
     extendedResourceName on its own (path separation, site/.../concepts/dynamic_resource_allocation.md):
     such a class is never mapped."""
     queues = state.of("ClusterQueue")
