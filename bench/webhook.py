@@ -779,7 +779,9 @@ class Overload:
         step = self.step
         if not step.refused:
             return math.nan
-        return max(0.0, step.server_cpu_s * 1000 - step.ok * self.review_ms) / step.refused
+        beyond = step.server_cpu_s * 1000 - step.ok * self.review_ms
+        # nan when the reviews cost less under load than at the rate sustained (fewer wake-ups)
+        return beyond / step.refused if beyond > 0 else math.nan
 
     @property
     def cpu_needed(self) -> float:
@@ -868,7 +870,8 @@ def summarize_overload(overload: list[Overload]) -> None:
         print(
             f"    after the first second: answered p99 {step.steady_p99_ms:.1f} ms, 429 p99 "
             f"{step.steady_refused_p99_ms:.1f} ms; server CPU per refusal {run.refusal_ms:.3f} ms, per review "
-            f"{run.review_ms:.3f} ms (1/{run.review_ms / run.refusal_ms:.0f}); serving {OVERLOAD_GOODPUT:.0%} of "
+            f"{run.review_ms:.3f} ms (1/{run.review_ms / run.refusal_ms if run.refusal_ms > 0 else math.nan:.0f}); "
+            f"serving {OVERLOAD_GOODPUT:.0%} of "
             f"{run.capacity:.0f}/s and refusing the rest of {step.offered:.0f}/s takes {run.cpu_needed:.2f} cores "
             "at these costs, of the 1 a pinned worker has"
         )
