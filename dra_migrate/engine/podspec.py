@@ -39,7 +39,7 @@ from dra_migrate.engine.mapping import (
 from dra_migrate.engine.names import TakenLabels, unique_label
 from dra_migrate.engine.quantity import QuantityError, describe, device_count, is_placeholder
 from dra_migrate.engine.result import Conversion
-from dra_migrate.engine.strategy import Path, Route, decide
+from dra_migrate.engine.strategy import Path, Route, Strategy, decide
 from dra_migrate.engine.templates import build_template
 
 MAX_DEVICES_PER_CLAIM = 32  # allocator limit per claim (docs/dra-api.md section 4, "Size limits")
@@ -154,13 +154,15 @@ def _route(
     route = needs.routes.get(name)
     if route is None:
         serving = config.served.get(name) or (serving_class(spec) if config.emits_device_classes else None)
-        if serving is not None and other_devices:
+        if other_devices and (serving is not None or config.strategy is Strategy.EXTENDED_RESOURCE):
             # KEP-5004 allocates the devices of the class that serves the name, which these nodes do not
-            # publish (a GPU in MIG mode publishes only its MIG devices): the pod would stay Pending
+            # publish (a GPU in MIG mode publishes only its MIG devices): the pod would stay Pending. With
+            # no class yet, the one a user would write for the name serves it elsewhere, not here.
+            serves = f"DeviceClass {serving.name!r} serves it as" if serving else "a class for the name would serve"
             route = Route(
                 Path.CLAIM,
-                f"on the nodes this pod can land on {name} is not what DeviceClass {serving.name!r} serves it as, "
-                f"so KEP-5004 cannot serve it there; a claim of {spec.device_class_name} can",
+                f"on the nodes this pod can land on {name} is not what {serves}, so KEP-5004 cannot serve it "
+                f"there; a claim of {spec.device_class_name} can",
             )
         else:
             route = decide(name, spec, pinned, config.strategy, config.target, serving)

@@ -19,6 +19,8 @@ from dra_migrate.engine import (
     DeviceRequestSpec,
     Severity,
     SharedDevices,
+    Target,
+    TargetVersionError,
     convert,
     is_extended_resource,
     resource_entries,
@@ -27,7 +29,7 @@ from dra_migrate.engine import (
     tolerates,
     with_shared_devices,
 )
-from dra_migrate.planning.classes import classes_to_write, with_written_classes
+from dra_migrate.planning.classes import class_entries, classes_to_write, names_served, with_written_classes
 from dra_migrate.planning.cutover import Stage, pool_steps, stages, why_kept
 from dra_migrate.planning.model import ClassMapping, Plan, Pool, Quota, SharedResource, Step, Workload
 
@@ -213,17 +215,33 @@ def _as_created_again(obj: dict[str, Any]) -> dict[str, Any]:
     records none); without managedFields the nodeName is kept."""
     spec = obj.get("spec")
     fields = (obj.get("metadata") or {}).get("managedFields")
-    if obj.get("kind") != "Pod" or not isinstance(spec, dict) or not spec.get("nodeName") or not fields:
+    if obj.get("kind") != "Pod" or not isinstance(spec, dict) or not spec.get("nodeName"):
         return obj
-    written = any(
-        "f:nodeName" in ((entry.get("fieldsV1") or {}).get("f:spec") or {})
+    if not isinstance(fields, list):
+        return obj
+    # entries of the object itself, not of its status (after a managedFields reset only those may be left)
+    spec_entries = [
+        ((entry.get("fieldsV1") or {}).get("f:spec") or {})
         for entry in fields
-        if isinstance(entry, dict) and isinstance(entry.get("fieldsV1"), dict)
-    )
-    return obj if written else {**obj, "spec": {k: v for k, v in spec.items() if k != "nodeName"}}
+        if isinstance(entry, dict) and not entry.get("subresource") and isinstance(entry.get("fieldsV1"), dict)
+    ]
+    if not any(spec_entries) or any("f:nodeName" in entry for entry in spec_entries if isinstance(entry, dict)):
+        return obj
+    return {**obj, "spec": {k: v for k, v in spec.items() if k != "nodeName"}}
+
+
+# The kubelet's annotation on the API copy of a static pod (k8s.io/kubernetes pkg/kubelet/types
+# ConfigMirrorAnnotationKey); the webhook leaves such a pod as its manifest says.
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 
 
 def _evaluate(obj: dict[str, Any], config: Config) -> tuple[str, list[str]]:
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    if obj.get("kind") == "Pod" and isinstance(annotations, dict) and MIRROR_ANNOTATION in annotations:
+        return "kept", [
+            "mirror pod of a static pod: the apiserver refuses a converted mirror pod, so the webhook leaves it; "
+            "convert the static pod's manifest on its node, and the kubelet recreates the mirror pod from it"
+        ]
     result = convert(_as_created_again(obj), config)
     errors = [f.message for f in result.findings if f.severity is Severity.ERROR]
     if errors:
@@ -294,7 +312,7 @@ def _workloads(
         if earlier != path:
             reasons = [f"{path} once the plan's DeviceClasses are applied ({earlier} before)", *reasons]
         can_land: dict[str, int] = defaultdict(int)
-        for node in landing(obj, config, nodes):
+        for node in landing(_as_created_again(obj), config, nodes):
             can_land[node_pools.get(node.name, NO_POOL)] += 1
         # where its pods run, else where they can land
         pools = sorted(placements.get((kind, namespace, name)) or can_land)
@@ -357,6 +375,14 @@ def _device_keys(obj: dict[str, Any], config: Config) -> Iterable[str]:
         name = str(key).removeprefix("requests.").removeprefix("limits.")
         if is_extended_resource(name) and config.mappings.resolve(name) is not None:
             yield str(key)
+
+
+def _live_release(state: ClusterState) -> Target | None:
+    """The release the cluster runs now, when its version is known and parses."""
+    try:
+        return Target.parse(state.minor_release) if state.minor_release else None
+    except TargetVersionError:
+        return None
 
 
 def _class_mappings(state: ClusterState) -> tuple[list[ClassMapping], dict[str, list[str]]]:
@@ -558,9 +584,22 @@ def build_plan(
     # the webhook starts after the DeviceClass step and reads the classes it wrote: paths are as they will be
     names = {n for pool in pools for n in pool.device_plugin} | {n for w in workloads for n in w.requests}
     written = classes_to_write(names, served, config)
+    live = _live_release(state)
+    if written and live is not None and not live.feature_enabled(EXTENDED_RESOURCE_GATE):
+        # the apiserver the classes go to today drops extendedResourceName: they would map nothing
+        written = []
+        deferred_classes = [
+            f"no DeviceClass with extendedResourceName is written: the cluster runs {live}, whose apiserver drops "
+            f"the field unless the alpha gate {EXTENDED_RESOURCE_GATE} is on; plan again once it runs "
+            f"{config.target} to write them"
+        ]
+    else:
+        deferred_classes = []
     if written:
         workloads = _workloads(state, with_written_classes(config, written), nodes, node_pools, before=config)
+    served |= names_served(written)
     unmapped = sorted({n for w in workloads for n in w.requests if w.path == "claims" and n not in served})
+    stage_classes = class_entries([*state.of("DeviceClass"), *written])
     warnings = list(nodes.warnings)
     classes_served = config.target.feature_enabled(EXTENDED_RESOURCE_GATE)
     if not classes_served and any(pool.device_plugin for pool in pools):
@@ -569,6 +608,7 @@ def build_plan(
             f"unless the alpha gate {EXTENDED_RESOURCE_GATE} is on (kube-apiserver and kube-scheduler), and a "
             "class without it maps no name; converted pods use the driver's own classes"
         )
+    warnings += deferred_classes
     warnings += _amd_partition_warnings(state, config)
     warnings += [f"{n} is served by {', '.join(c)}: the scheduler picks {c[0]}" for n, c in sorted(conflicts.items())]
     kueue, kueue_warnings = _kueue(state, base)
@@ -594,6 +634,7 @@ def build_plan(
         class_conflicts=conflicts,
         new_classes=written,
         unmapped=unmapped,
+        stage_device_classes=stage_classes,
         workloads=workloads,
         quotas=quotas,
         kueue=kueue,

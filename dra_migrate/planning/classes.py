@@ -40,6 +40,11 @@ def with_written_classes(config: Config, written: list[dict[str, Any]]) -> Confi
     return with_served_classes(config, {name: classes[0] for name, classes in serving_classes(written).items()})
 
 
+def names_served(classes: Iterable[dict[str, Any]]) -> set[str]:
+    """The extended resource names the classes map."""
+    return set(serving_classes(list(classes)))
+
+
 def class_entries(classes: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """`clusterDeviceClasses` entries of the configuration file for DeviceClasses with extendedResourceName."""
     out = []

@@ -131,9 +131,13 @@ def render_html(plan: Plan) -> str:
                     "yes" if m.serves else "no: another class serves the name",
                 ]
                 for m in plan.device_classes
+            ]
+            + [
+                [e(c["metadata"]["name"]), e(c["spec"]["extendedResourceName"]), "yes: written by the plan"]
+                for c in plan.new_classes
             ],
         )
-        if plan.device_classes
+        if plan.device_classes or plan.new_classes
         else "<p>None.</p>"
     )
     if plan.unmapped:

@@ -90,7 +90,10 @@ class Plan:
     # the DeviceClasses the plan's DeviceClass step creates (deviceclasses.yaml): never for a name that means a
     # share or a MIG device on some nodes, which KEP-5004 would serve as whole devices of the class
     new_classes: list[dict[str, Any]]
-    unmapped: list[str]  # names workloads use that no DeviceClass maps
+    unmapped: list[str]  # names workloads use that no DeviceClass maps, the plan's own included
+    # `clusterDeviceClasses` of every stage's webhook configuration: the cluster's classes with
+    # extendedResourceName and the plan's own, so that `convert --config` decides as the webhook does
+    stage_device_classes: list[dict[str, Any]]
     workloads: list[Workload]
     quotas: list[Quota]
     kueue: dict[str, Any] | None  # deviceClassMappings to add, when Kueue is installed

@@ -36,7 +36,10 @@ def render_text(plan: Plan) -> str:
     for mapping in plan.device_classes:
         chosen = "" if mapping.serves else " (not chosen: another class serves the name)"
         lines.append(f"  {mapping.device_class} -> {mapping.extended_resource_name}{chosen}")
-    if not plan.device_classes:
+    for written in plan.new_classes:
+        name = written["metadata"]["name"]
+        lines.append(f"  {name} -> {written['spec']['extendedResourceName']} (written by the plan: deviceclasses.yaml)")
+    if not plan.device_classes and not plan.new_classes:
         lines.append("  none")
     if plan.unmapped:
         lines.append(f"  names workloads use that no class maps: {', '.join(plan.unmapped)}")

@@ -10,7 +10,6 @@ import yaml
 
 from dra_migrate.cluster.nvidiadra import driver_values, driver_values_file
 from dra_migrate.engine import Config, SharedDevices
-from dra_migrate.planning.classes import class_entries
 from dra_migrate.planning.cutover import Stage, moves_with_shares
 from dra_migrate.planning.model import Plan
 
@@ -85,7 +84,7 @@ def manifests(plan: Plan, config: Config, stages: list[Stage]) -> dict[str, str]
                 f"kubelet plugin hands out each GPU as {replicas} shares, as the device plugin's "
                 f"{pool.sharing[0].strategy} does, on the nodes whose device plugin config shares them",
             )
-    served = class_entries(classes)
+    served = plan.stage_device_classes
     for stage in stages:
         files[stage.file] = _webhook_config(plan, stage.shared, stage.moved, served)
     last = stages[-1] if stages else None

@@ -63,7 +63,7 @@ def test_the_page_in_chromium(tmp_path: Path) -> None:
     assert main([*argv, "--report-file", str(page)]) == 2  # the node served both ways
 
     dom = _chromium(tmp_path, "--dump-dom", page.as_uri())
-    assert dom.count("<table>") == 4 + 2  # a table per pool, workloads, quotas
+    assert dom.count("<table>") == 4 + 3  # a table per pool, workloads, quotas, the DeviceClass the plan writes
     assert dom.count("<rect ") == 2 * 4 + 2  # two bars per pool, two legend keys
     assert "Pool shared: device-plugin" in dom
 

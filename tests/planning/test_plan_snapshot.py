@@ -165,7 +165,7 @@ def test_text_and_html_reports(capsys: pytest.CaptureFixture[str], snapshot: Pat
         "Pool shared: device-plugin",
         "Pool whole: device-plugin",
     ]
-    assert parsed.tags.count("table") == 4 + 2  # one per pool, workloads, quotas
+    assert parsed.tags.count("table") == 4 + 3  # one per pool, workloads, quotas, the DeviceClass the plan writes
 
 
 def test_write_gives_device_classes_quotas_and_a_webhook_configuration(
