@@ -22,6 +22,12 @@ from pods import gpu_pod
 from polling import wait_until
 from webhook_support import StartServer
 
+from dra_migrate.webhook.server import GRACEFUL_TIMEOUT_SECONDS
+
+# A stopping server exits within gunicorn's graceful timeout, after which it ends its workers itself; the
+# margin is for a machine busy with other tests.
+EXIT_SECONDS = GRACEFUL_TIMEOUT_SECONDS + 5
+
 
 def _files(directory: Path) -> set[Path]:
     return {p for p in directory.rglob("*") if p.is_file()}
@@ -122,7 +128,7 @@ def test_sigterm_serves_the_first_request_of_a_connection_just_opened(
         answer = connection.getresponse()
         assert answer.status == 200 and json.loads(answer.read())["response"]["allowed"] is True
         connection.close()
-        assert server.process.wait(timeout=15) == 0
+        assert server.process.wait(timeout=EXIT_SECONDS) == 0
 
 
 def test_sigterm_answers_reviews_on_connections_that_keep_coming(
@@ -154,4 +160,4 @@ def test_sigterm_answers_reviews_on_connections_that_keep_coming(
                 connection.close()
             time.sleep(0.05)
         assert statuses and set(statuses) == {200}, statuses
-        assert server.process.wait(timeout=15) == 0
+        assert server.process.wait(timeout=EXIT_SECONDS) == 0
