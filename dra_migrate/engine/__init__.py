@@ -67,7 +67,7 @@ from dra_migrate.engine.templates import (
 from dra_migrate.engine.triggers import Route, TextTriggers, text_triggers
 from dra_migrate.engine.validation import cel_problem, dns_subdomain_problem
 from dra_migrate.engine.versions import DEFAULT_TARGET, RESOURCE_GROUP, Target, TargetVersionError
-from dra_migrate.engine.workloads import BUILTIN_WORKLOADS
+from dra_migrate.engine.workloads import BUILTIN_WORKLOADS, is_mirror_pod
 
 __all__ = [
     "ALL_CONTAINERS",
@@ -129,6 +129,7 @@ __all__ = [
     "get_path",
     "hami_selectors",
     "is_extended_resource",
+    "is_mirror_pod",
     "json_path",
     "leave_unconverted",
     "parse_config",

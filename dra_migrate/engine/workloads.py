@@ -203,3 +203,16 @@ class WorkloadTable:
         key = (api_group(obj.get("apiVersion")), str(obj.get("kind", "")))
         for parts in self._parsed.get(key, ()):
             yield from iter_path(obj, parts)
+
+
+# The kubelet's annotation on the API copy of a static pod (k8s.io/kubernetes pkg/kubelet/types,
+# ConfigMirrorAnnotationKey). Such a pod must stay what its manifest on the node says: the apiserver
+# refuses a changed mirror pod, so neither the webhook nor the plan converts it.
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+
+
+def is_mirror_pod(pod: Mapping[str, Any]) -> bool:
+    """A mirror pod of a static pod."""
+    metadata = pod.get("metadata")
+    annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
+    return isinstance(annotations, Mapping) and MIRROR_ANNOTATION in annotations

@@ -23,6 +23,7 @@ from dra_migrate.engine import (
     TargetVersionError,
     convert,
     is_extended_resource,
+    is_mirror_pod,
     resource_entries,
     selects,
     serving_classes,
@@ -230,14 +231,8 @@ def _as_created_again(obj: dict[str, Any]) -> dict[str, Any]:
     return {**obj, "spec": {k: v for k, v in spec.items() if k != "nodeName"}}
 
 
-# The kubelet's annotation on the API copy of a static pod (k8s.io/kubernetes pkg/kubelet/types
-# ConfigMirrorAnnotationKey); the webhook leaves such a pod as its manifest says.
-MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
-
-
 def _evaluate(obj: dict[str, Any], config: Config) -> tuple[str, list[str]]:
-    annotations = (obj.get("metadata") or {}).get("annotations") or {}
-    if obj.get("kind") == "Pod" and isinstance(annotations, dict) and MIRROR_ANNOTATION in annotations:
+    if obj.get("kind") == "Pod" and is_mirror_pod(obj):
         return "kept", [
             "mirror pod of a static pod: the apiserver refuses a converted mirror pod, so the webhook leaves it; "
             "convert the static pod's manifest on its node, and the kubelet recreates the mirror pod from it"

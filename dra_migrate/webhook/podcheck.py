@@ -258,15 +258,6 @@ def limit_problem(pod: Mapping[str, Any], config: Config) -> PodProblem | None:
     )
 
 
-MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
-
-
-def is_mirror_pod(pod: Mapping[str, Any]) -> bool:
-    """A mirror pod of a static pod (shape already checked: annotations are strings)."""
-    annotations = (pod.get("metadata") or {}).get("annotations")
-    return isinstance(annotations, Mapping) and MIRROR_ANNOTATION in annotations
-
-
 def mirror_pod_warning(pod: Mapping[str, Any], config: Config) -> str | None:
     """The warning for a mirror pod that asks for devices the configuration maps, or None."""
     requests = mapped_requests(pod, config)

@@ -40,7 +40,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from dra_migrate.engine import Config, ConversionResult, Target, at_admission, convert, with_served_classes
+from dra_migrate.engine import (
+    Config,
+    ConversionResult,
+    Target,
+    at_admission,
+    convert,
+    is_mirror_pod,
+    with_served_classes,
+)
 from dra_migrate.webhook import messages
 from dra_migrate.webhook.budget import Budget
 from dra_migrate.webhook.cluster import ClusterCaches
@@ -50,7 +58,6 @@ from dra_migrate.webhook.modes import ConvertedPod, ModeHandler, handler_for
 from dra_migrate.webhook.namespaces import NamespaceSelection
 from dra_migrate.webhook.optout import opt_out_reason
 from dra_migrate.webhook.podcheck import (
-    is_mirror_pod,
     limit_problem,
     mirror_pod_warning,
     shape_problem,
