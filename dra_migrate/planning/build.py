@@ -4,7 +4,7 @@ through the engine with the cluster's knowledge, quotas, and the ordered cutover
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from dra_migrate.cluster.amdplugin import amd_plugins, partition_names
@@ -287,10 +287,15 @@ def _template_of(obj: dict[str, Any], where: tuple[Any, ...]) -> dict[str, Any]:
 
 
 def _workloads(
-    state: ClusterState, config: Config, nodes: ClusterNodes, node_pools: dict[str, str], before: Config | None = None
+    state: ClusterState,
+    config: Config,
+    nodes: ClusterNodes,
+    node_pools: dict[str, str],
+    before: Sequence[Workload] = (),
 ) -> list[Workload]:
-    """Every GPU workload, its path decided with `config`; `before`: the configuration before the plan's
+    """Every GPU workload, its path decided with `config`; `before`: the workloads as planned before the plan's
     DeviceClass step, whose path a workload also records when it differs."""
+    earlier_paths = {(w.kind, w.namespace, w.name): w.path for w in before}
     kinds = sorted({kind for kind, *_ in KINDS if kind not in _NOT_WORKLOADS})
     owners = _Owners(state, [*kinds, "Pod"])
     objects = {_key(o): o for kind in [*kinds, "Pod"] for o in state.of(kind)}
@@ -303,7 +308,7 @@ def _workloads(
             continue
         kind, namespace, name = _key(obj)
         path, reasons = _evaluate(obj, config)
-        earlier = _evaluate(obj, before)[0] if before is not None else path
+        earlier = earlier_paths.get((kind, namespace, name), path)
         if earlier != path:
             reasons = [f"{path} once the plan's DeviceClasses are applied ({earlier} before)", *reasons]
         can_land: dict[str, int] = defaultdict(int)
@@ -591,7 +596,7 @@ def build_plan(
     else:
         deferred_classes = []
     if written:
-        workloads = _workloads(state, with_written_classes(config, written), nodes, node_pools, before=config)
+        workloads = _workloads(state, with_written_classes(config, written), nodes, node_pools, before=workloads)
     served |= names_served(written)
     unmapped = sorted({n for w in workloads for n in w.requests if w.path == "claims" and n not in served})
     stage_classes = class_entries([*state.of("DeviceClass"), *written])
