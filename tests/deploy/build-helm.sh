@@ -12,27 +12,9 @@ set -euo pipefail
 
 HELM_VERSION="${DRA_MIGRATE_HELM_VERSION:-v4.3.1}"
 HELM_MODULE="helm.sh/helm/${HELM_VERSION%%.*}"
-CACHE_ROOT="${DRA_MIGRATE_CACHE:-$HOME/.cache/dra-migrate}"
+TOOL=build-helm HELP_LINES=2,11 NAMED=HELM
+source "$(dirname "${BASH_SOURCE[0]}")/../common/gobuild.sh" "$@"
 BIN_DIR="$CACHE_ROOT/helm-$HELM_VERSION"
-JOBS="${DRA_MIGRATE_BUILD_JOBS:-2}"
-
-# Same settings as the control-plane build: no cgo, no workspace, no toolchain download.
-export CGO_ENABLED=0 GOWORK=off GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
-
-log() { printf '[build-helm] %s\n' "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
-
-case "${1:-}" in
-  -h|--help) sed -n '2,11p' "${BASH_SOURCE[0]}"; exit 0 ;;
-  "") ;;
-  *) die "unknown argument: $1" ;;
-esac
-
-if [[ -n "${HELM:-}" ]]; then
-  [[ -f "$HELM" && -x "$HELM" ]] || die "HELM=$HELM is not an executable file"
-  printf '%s\n' "$HELM"
-  exit 0
-fi
 
 if [[ -x "$BIN_DIR/helm" ]]; then
   printf '%s\n' "$BIN_DIR/helm"

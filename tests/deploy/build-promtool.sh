@@ -16,27 +16,9 @@ set -euo pipefail
 
 PROMTOOL_VERSION="${DRA_MIGRATE_PROMTOOL_VERSION:-v0.316.0}"
 MODULE="github.com/prometheus/prometheus"
-CACHE_ROOT="${DRA_MIGRATE_CACHE:-$HOME/.cache/dra-migrate}"
+TOOL=build-promtool HELP_LINES=2,15 NAMED=PROMTOOL
+source "$(dirname "${BASH_SOURCE[0]}")/../common/gobuild.sh" "$@"
 BIN_DIR="$CACHE_ROOT/promtool-$PROMTOOL_VERSION"
-JOBS="${DRA_MIGRATE_BUILD_JOBS:-2}"
-
-# Same settings as the control-plane and helm builds: no cgo, no workspace, no toolchain download.
-export CGO_ENABLED=0 GOWORK=off GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
-
-log() { printf '[build-promtool] %s\n' "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
-
-case "${1:-}" in
-  -h|--help) sed -n '2,15p' "${BASH_SOURCE[0]}"; exit 0 ;;
-  "") ;;
-  *) die "unknown argument: $1" ;;
-esac
-
-if [[ -n "${PROMTOOL:-}" ]]; then
-  [[ -f "$PROMTOOL" && -x "$PROMTOOL" ]] || die "PROMTOOL=$PROMTOOL is not an executable file"
-  printf '%s\n' "$PROMTOOL"
-  exit 0
-fi
 
 if [[ -x "$BIN_DIR/promtool" ]]; then
   printf '%s\n' "$BIN_DIR/promtool"

@@ -12,29 +12,11 @@
 set -euo pipefail
 
 MODULE_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/kueue-config-check"
-CACHE_ROOT="${DRA_MIGRATE_CACHE:-$HOME/.cache/dra-migrate}"
-JOBS="${DRA_MIGRATE_BUILD_JOBS:-2}"
-
-# Same settings as the control-plane, helm and promtool builds: no cgo, no workspace, no toolchain download.
-export CGO_ENABLED=0 GOWORK=off GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
 # The hash of the module's files reads them in byte order, as the tests compute it (tests/common/kueue.py).
 export LC_ALL=C
 
-log() { printf '[build-kueue-config-check] %s\n' "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
-
-case "${1:-}" in
-  -h|--help) sed -n '2,12p' "${BASH_SOURCE[0]}"; exit 0 ;;
-  "") ;;
-  *) die "unknown argument: $1" ;;
-esac
-
-if [[ -n "${KUEUE_CONFIG_CHECK:-}" ]]; then
-  [[ -f "$KUEUE_CONFIG_CHECK" && -x "$KUEUE_CONFIG_CHECK" ]] \
-    || die "KUEUE_CONFIG_CHECK=$KUEUE_CONFIG_CHECK is not an executable file"
-  printf '%s\n' "$KUEUE_CONFIG_CHECK"
-  exit 0
-fi
+TOOL=build-kueue-config-check HELP_LINES=2,12 NAMED=KUEUE_CONFIG_CHECK
+source "$(dirname "${BASH_SOURCE[0]}")/../common/gobuild.sh" "$@"
 
 KUEUE_VERSION="$(awk '$1 == "sigs.k8s.io/kueue" { print $2 }' "$MODULE_DIR/go.mod")"
 [[ "$KUEUE_VERSION" =~ ^v[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "no sigs.k8s.io/kueue version in $MODULE_DIR/go.mod"
