@@ -37,7 +37,17 @@ _Fingerprint = tuple[tuple[str, int, int, int, int], ...]
 
 
 class TLSLoadError(Exception):
-    """The certificate/key pair could not be loaded."""
+    """The certificate/key pair could not be loaded; `fingerprint` is the files' as they were read."""
+
+    def __init__(self, message: str, fingerprint: _Fingerprint | None = None) -> None:
+        super().__init__(message)
+        self.fingerprint = fingerprint
+
+
+# A Secret volume's update deletes the directory `..data` pointed at right after the swap: a read
+# that overlaps it finds its files gone, or the certificate of one pair and the key of the next.
+# Such a read is made again (the files changed while it ran) instead of being reported.
+READ_ATTEMPTS = 3
 
 
 # TLS 1.2 suites: forward secret and AEAD (AES-GCM, ChaCha20-Poly1305), never CBC.
@@ -127,14 +137,13 @@ class ReloadingTLSContext:
         self._base = self._new_context()
         self._base.sni_callback = self._on_client_hello
         try:
-            fingerprint = self._read_fingerprint()
-            info = self._load_into(self._base)
+            fingerprint, context, info = self._read_pair(lambda: self._base)
         except TLSLoadError as exc:
             if require_initial:
                 raise
-            self._record_error(str(exc))
+            self._record_error(str(exc), exc.fingerprint)
         else:
-            self._install(self._base, info, fingerprint)
+            self._install(context, info, fingerprint)
 
     @property
     def context(self) -> ssl.SSLContext:
@@ -217,31 +226,56 @@ class ReloadingTLSContext:
 
     def _check(self) -> bool:
         self._last_check = self._clock()
-        seen: _Fingerprint | None = None
         try:
-            seen = self._read_fingerprint()
-            if seen == self._fingerprint:
+            if self._read_fingerprint() == self._fingerprint:
                 return False
-            context = self._new_context()
-            info = self._load_into(context)
+        except TLSLoadError:
+            pass  # read again, and reported, below
+        try:
+            seen, context, info = self._read_pair(self._new_context)
         except TLSLoadError as exc:
             # The fingerprint is left as it was, so the next check retries: the rest of a
             # half-finished rotation may arrive any moment.
-            self._record_error(str(exc), seen)
+            self._record_error(str(exc), exc.fingerprint)
             return False
         problem = info.problem(self._wall_clock())
         if problem is not None and self.certificate_problem() is None:
             # Retried every interval like a broken pair: a not-yet-valid one is taken in time.
             self._record_error(f"{self._cert_file}: {problem}; the served certificate is still valid", seen)
             return False
-        try:
-            after: _Fingerprint | None = self._read_fingerprint()
-        except TLSLoadError:
-            after = None
-        # If the files changed while loading, `info` may describe another certificate than
-        # the one loaded; forgetting the fingerprint makes the next check load them again.
-        self._install(context, info, seen if after == seen else None)
+        self._install(context, info, seen)
         return True
+
+    def _read_pair(
+        self, new_context: Callable[[], ssl.SSLContext]
+    ) -> tuple[_Fingerprint | None, ssl.SSLContext, CertificateInfo]:
+        """The files' fingerprint and a context loaded from them, with its certificate's info. Both
+        files are read from the directory their symlinks led to when fingerprinted, so the context
+        and the info are of one pair. A read the files changed under is made again, up to
+        READ_ATTEMPTS; when they never hold still, what was read is returned without a fingerprint,
+        so that the next check reads them again."""
+        for attempt in range(1, READ_ATTEMPTS + 1):
+            seen: _Fingerprint | None = None
+            try:
+                seen = self._read_fingerprint()
+                context = new_context()
+                info = self._load_into(context, seen)
+            except TLSLoadError as exc:
+                if attempt < READ_ATTEMPTS and self._changed_since(seen):
+                    continue
+                raise TLSLoadError(str(exc), seen) from exc
+            if not self._changed_since(seen):
+                return seen, context, info
+            if attempt == READ_ATTEMPTS:
+                return None, context, info
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _changed_since(self, seen: _Fingerprint | None) -> bool:
+        """Whether the files are not (or no longer all) the ones fingerprinted as `seen`."""
+        try:
+            return seen is None or self._read_fingerprint() != seen
+        except TLSLoadError:
+            return True
 
     def _install(self, context: ssl.SSLContext, info: CertificateInfo, fingerprint: _Fingerprint | None) -> None:
         self._loaded = _Loaded(context, info, dt.datetime.now(dt.UTC))
@@ -285,13 +319,14 @@ class ReloadingTLSContext:
             context.minimum_version = ssl.TLSVersion.TLSv1_2
         return context
 
-    def _load_into(self, context: ssl.SSLContext) -> CertificateInfo:
+    def _load_into(self, context: ssl.SSLContext, fingerprint: _Fingerprint) -> CertificateInfo:
+        (cert_path, *_), (key_path, *_) = fingerprint
         try:
-            info = _certificate_info(self._cert_file.read_bytes())
+            info = _certificate_info(Path(cert_path).read_bytes())
             # load_cert_chain also checks that the key belongs to the certificate.
-            context.load_cert_chain(self._cert_file, self._key_file)
+            context.load_cert_chain(cert_path, key_path)
         except (OSError, ValueError) as exc:
-            raise TLSLoadError(f"{self._cert_file} / {self._key_file}: {_describe(exc)}") from exc
+            raise TLSLoadError(f"{self._cert_file} / {self._key_file}: {_describe(exc)}", fingerprint) from exc
         return info
 
     def _read_fingerprint(self) -> _Fingerprint:

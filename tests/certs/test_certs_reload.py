@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import ssl
 from pathlib import Path
 
 import pytest
+from cryptography import x509
 from secret_volume import SecretVolume
 
-from dra_migrate.certs import generate
+from dra_migrate.certs import generate, reload
 from dra_migrate.certs.reload import ReloadingTLSContext, TLSLoadError
 
 
@@ -98,6 +100,83 @@ def test_mismatched_pair_keeps_previous(
     assert reloader.last_error is None
     assert reloader.certificate is not None
     assert reloader.certificate.serial == second.cert.serial_number
+
+
+def served_serial(context: ssl.SSLContext) -> int:
+    """The serial of the certificate a handshake on `context` presents, through memory buffers."""
+    client_side = ssl.create_default_context()
+    client_side.check_hostname = False
+    client_side.verify_mode = ssl.CERT_NONE
+    to_server, to_client = ssl.MemoryBIO(), ssl.MemoryBIO()
+    client = client_side.wrap_bio(to_client, to_server, server_hostname="wh")
+    server = context.wrap_bio(to_server, to_client, server_side=True)
+    done: set[ssl.SSLObject] = set()
+    for _ in range(10):
+        for side in (client, server):
+            with contextlib.suppress(ssl.SSLWantReadError):
+                side.do_handshake()
+                done.add(side)
+        if client in done and (der := client.getpeercert(binary_form=True)) is not None:
+            return x509.load_der_x509_certificate(der).serial_number
+    raise AssertionError("the handshake did not complete")
+
+
+def test_an_update_between_resolving_and_reading_a_file_is_read_again(
+    volume: SecretVolume, ca: generate.CertifiedKey, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kubelet deletes the directory `..data` pointed at right after the swap: a check that
+    resolved `tls.key` into it a moment before finds it gone. That is the next pair arriving, read
+    again at once, not an error to report."""
+    volume.publish_pair(leaf(ca))
+    reloader = reloader_for(volume)
+    second = leaf(ca)
+    real_fingerprint = reload._fingerprint
+    swaps: list[Path] = []
+
+    def swap_after_resolving(path: Path) -> tuple[str, int, int, int, int]:
+        if path.name == "tls.key" and not swaps:
+            resolved = path.resolve(strict=True)
+            swaps.append(resolved)
+            volume.publish_pair(second)
+            return real_fingerprint(resolved)  # gone with its directory
+        return real_fingerprint(path)
+
+    monkeypatch.setattr(reload, "_fingerprint", swap_after_resolving)
+    with caplog.at_level(logging.WARNING, logger="dra_migrate.certs.reload"):
+        assert reloader.reload_if_changed() is True
+    assert swaps and not swaps[0].exists()
+    assert reloader.last_error is None
+    assert not [r for r in caplog.records if "cannot load" in r.getMessage()]
+    assert reloader.certificate is not None and reloader.certificate.serial == second.cert.serial_number
+
+
+def test_an_update_while_a_pair_is_loaded_leaves_info_and_context_of_one_pair(
+    volume: SecretVolume, ca: generate.CertifiedKey, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The certificate is read for its info, then with the key into the context: an update in
+    between must not leave the info of one certificate beside a context serving the next."""
+    volume.publish_pair(leaf(ca))
+    reloader = reloader_for(volume)
+    second, third = leaf(ca), leaf(ca)
+    volume.publish_pair(second)
+    real_info = reload._certificate_info
+    updated: list[bool] = []
+
+    def update_after_reading(pem: bytes) -> reload.CertificateInfo:
+        if not updated:
+            updated.append(True)
+            volume.publish_pair(third)
+        return real_info(pem)
+
+    monkeypatch.setattr(reload, "_certificate_info", update_after_reading)
+    with caplog.at_level(logging.WARNING, logger="dra_migrate.certs.reload"):
+        assert reloader.reload_if_changed() is True
+    assert updated
+    assert reloader.last_error is None
+    assert not [r for r in caplog.records if "cannot load" in r.getMessage()]
+    assert reloader.certificate is not None and reloader.certificate.serial == third.cert.serial_number
+    _, context = client_hello(reloader)
+    assert served_serial(context) == third.cert.serial_number
 
 
 def test_plain_directory_rewrite_is_detected(tmp_path: Path, ca: generate.CertifiedKey) -> None:
