@@ -767,6 +767,8 @@ class Overload:
     review_ms: float  # server CPU per review at that rate
     step: Step
     recovery_ms: float  # the slowest of the reviews sent one by one right after
+    # the refusals' p99 as the server timed them, from arrival to 429 (its histogram: a bucket's bound)
+    server_refused_p99_ms: float = math.nan
 
     @property
     def goodput(self) -> float:
@@ -824,11 +826,36 @@ def overloaded(
     print_header()
     out = []
     for multiple in multiples:
+        before = refusal_buckets(setup)
         step = measure(setup, server_pid, load, capacity * multiple, args.duration)
+        in_server = bucket_percentile(subtract(refusal_buckets(setup), before), 0.99) * 1000
         print_step(step)
         review_ms = next(s.server_ms_per_review for s in sustained if s.offered == capacity)
-        out.append(Overload(multiple, capacity, review_ms, step, recovery_ms(setup, load)))
+        out.append(Overload(multiple, capacity, review_ms, step, recovery_ms(setup, load), in_server))
     return out
+
+
+REFUSAL_BUCKET = re.compile(r'^dra_migrate_webhook_refusal_duration_seconds_bucket\{le="([^"]+)"\} (\S+)$', re.M)
+
+
+def refusal_buckets(setup: Attack) -> dict[float, float]:
+    """The server's histogram of refusals (arrival to 429), cumulative per upper bound, from /metrics."""
+    answer = _https_get(setup.port, setup.ca_file, "/metrics")
+    if answer is None or answer[0] != 200:
+        return {}
+    return {float(bound): float(count) for bound, count in REFUSAL_BUCKET.findall(answer[1].decode())}
+
+
+def subtract(after: dict[float, float], before: dict[float, float]) -> dict[float, float]:
+    return {bound: count - before.get(bound, 0.0) for bound, count in after.items()}
+
+
+def bucket_percentile(cumulative: dict[float, float], fraction: float) -> float:
+    """The upper bound of the bucket that holds the `fraction` quantile (seconds); NaN when empty."""
+    total = cumulative.get(math.inf, 0.0)
+    if total <= 0:
+        return math.nan
+    return next(bound for bound in sorted(cumulative) if cumulative[bound] >= fraction * total)
 
 
 def recovery_ms(setup: Attack, load: Load) -> float:
@@ -864,7 +891,8 @@ def summarize_overload(overload: list[Overload]) -> None:
         print(
             f"  {run.multiple:g}x ({step.offered:.0f}/s): {'met' if run.met else 'NOT met'}: {step.achieved:.0f}/s "
             f"converted ({run.goodput:.0%} of {run.capacity:.0f}/s), p99 {step.p99_ms:.1f} ms; {step.refused} refused, "
-            f"p99 {step.refused_p99_ms:.1f} ms; {step.timeouts} timeouts, {step.other_errors} other failures; "
+            f"p99 {step.refused_p99_ms:.1f} ms ({run.server_refused_p99_ms:g} ms or less of it in the server, "
+            f"from arrival to 429); {step.timeouts} timeouts, {step.other_errors} other failures; "
             f"next reviews at most {run.recovery_ms:.1f} ms"
         )
         print(

@@ -8,6 +8,8 @@ in-process use) the ordinary in-memory registry is used.
     dra_migrate_webhook_reviews_total{outcome}                  AdmissionReviews answered
     dra_migrate_webhook_conversions_total{resource,mode}        resource names converted
     dra_migrate_webhook_review_duration_seconds                 /mutate latency (histogram)
+    dra_migrate_webhook_refusal_duration_seconds                from a review's arrival to its refusal under
+                                                                overload (histogram; webhook/shedding.py)
     dra_migrate_webhook_templates_created_total                 ResourceClaimTemplates created
     dra_migrate_webhook_api_errors_total{operation,reason}      failed Kubernetes API calls
     dra_migrate_webhook_certificate_expiration_timestamp_seconds  notAfter of the served
@@ -62,6 +64,13 @@ LATENCY = Histogram(
     "dra_migrate_webhook_review_duration_seconds",
     "Time to answer POST /mutate, from the parsed request to the encoded response.",
     buckets=(0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
+)
+# From the arrival (webhook/arrivals.py), not the parsed request: what a refused review waited is
+# the queue the refusal is about; its answer should come within milliseconds.
+REFUSAL_LATENCY = Histogram(
+    "dra_migrate_webhook_refusal_duration_seconds",
+    "Time from a review's arrival to its refusal under overload (HTTP 429), queueing included.",
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
 )
 TEMPLATES_CREATED = Counter("dra_migrate_webhook_templates_created", "ResourceClaimTemplates created.")
 API_ERRORS = Counter(
@@ -155,6 +164,14 @@ def record_review(outcome: str, seconds: float, converted: Iterable[str] = (), m
     LATENCY.observe(seconds)
     for resource in converted:
         _conversion_counter(resource_label(resource), mode).inc()
+
+
+@_never_raises
+def record_refusal(seconds: float) -> None:
+    """A review refused under overload, `seconds` after it arrived."""
+    _review_counter(SHED_OUTCOME).inc()
+    LATENCY.observe(seconds)
+    REFUSAL_LATENCY.observe(seconds)
 
 
 @_never_raises

@@ -287,7 +287,7 @@ class WebhookWorker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no ty
         try:
             sock.sendall(OVERLOADED_RESPONSE)
         finally:
-            metrics.record_review(metrics.SHED_OUTCOME, time.monotonic() - arrived)
+            metrics.record_refusal(time.monotonic() - arrived)
         return True
 
 

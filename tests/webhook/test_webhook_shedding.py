@@ -185,6 +185,9 @@ def test_a_worker_under_sustained_overload_refuses_quickly_and_recovers(
     assert server.review(json.loads(review))["allowed"] is True  # served again once the load is gone
     metrics = server.session.get(f"{server.url}/metrics", timeout=10).text
     assert f'outcome="shed_overloaded"}} {float(len(refused))}' in metrics
+    # Each refusal is timed from its arrival: the histogram counts them all, within the 5 s kube-apiserver waits.
+    assert f"dra_migrate_webhook_refusal_duration_seconds_count {float(len(refused))}" in metrics
+    assert f'dra_migrate_webhook_refusal_duration_seconds_bucket{{le="5.0"}} {float(len(refused))}' in metrics
 
 
 def _open(port: int, context: ssl.SSLContext) -> ssl.SSLSocket:
