@@ -22,11 +22,15 @@ queued ahead of it.
   it is refused however long it takes to drain. A sustained overload keeps arriving and is refused.
   A review whose answer would come after kube-apiserver gave up (LATE_SECONDS, webhook/deadline.py)
   is refused whenever it arrived: its answer is of no use.
-- The queue stops standing when the worker runs out of work (`idle`), and nothing outlives that: the
-  queue must stand for a whole interval again before anything is refused. An idle worker therefore
-  never refuses: refusing takes reviews that waited past the target for a whole interval without
-  one idle moment. (Under a sustained overload the worker never runs out of work, refusals
-  included, so the state lasts as long as the overload.)
+- The queue stops standing when the worker runs out of work (`idle`). Refusals are cheap, so under
+  a sustained overload the worker does run out of work now and then, for the moment its clients take
+  to send the next requests. If a review over the target comes within REENTER_SECONDS of that, the
+  overload went on: the queue stands again at once, as from the moment it stopped, and what arrived
+  since and waited past the target is refused. (Waiting a whole interval again, with everything that
+  arrived meanwhile served however late, made the queue grow by an interval's excess each time and
+  the refusals behind it wait hundreds of milliseconds; CoDel too resumes its dropping state soon
+  after leaving it.) Past REENTER_SECONDS nothing outlives the idle moment: the queue must stand for a
+  whole interval again before anything is refused. An idle worker therefore never refuses.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from dra_migrate.webhook.deadline import MARGIN_SECONDS, REVIEW_SECONDS
 TARGET_SECONDS = 0.005
 INTERVAL_SECONDS = 0.1
 LATE_SECONDS = REVIEW_SECONDS - MARGIN_SECONDS
+REENTER_SECONDS = 0.5
 
 
 class StandingQueue:
@@ -48,6 +53,7 @@ class StandingQueue:
         self._clock = clock
         self._above_since: float | None = None  # first of an unbroken run of reviews over the target
         self._standing_since: float | None = None  # the queue stands (CoDel's dropping state)
+        self._stopped_at: float | None = None  # when it last stopped standing
 
     @property
     def standing(self) -> bool:
@@ -55,6 +61,8 @@ class StandingQueue:
 
     def idle(self) -> None:
         """The worker ran out of work (its event loop waited for input): the queue is empty."""
+        if self._standing_since is not None:
+            self._stopped_at = self._clock()
         self._above_since = self._standing_since = None
 
     def refuse(self, sojourn: float, arrived: float) -> bool:
@@ -69,7 +77,9 @@ class StandingQueue:
             return False
         now = self._clock()
         if self._standing_since is None:
-            if self._above_since is None:
+            if self._stopped_at is not None and now - self._stopped_at < REENTER_SECONDS:
+                self._standing_since = self._stopped_at  # the overload went on through an idle moment
+            elif self._above_since is None:
                 self._above_since = now
                 return False
             elif now - self._above_since >= INTERVAL_SECONDS:

@@ -16,7 +16,13 @@ from admission import make_review
 from pods import gpu_pod
 from webhook_support import StartServer
 
-from dra_migrate.webhook.shedding import INTERVAL_SECONDS, LATE_SECONDS, TARGET_SECONDS, StandingQueue
+from dra_migrate.webhook.shedding import (
+    INTERVAL_SECONDS,
+    LATE_SECONDS,
+    REENTER_SECONDS,
+    TARGET_SECONDS,
+    StandingQueue,
+)
 
 
 class Clock:
@@ -93,11 +99,35 @@ def test_an_idle_moment_ends_the_standing_queue_and_nothing_survives_idle_time()
         queue.idle()
 
 
-def test_a_queue_that_stands_again_after_an_idle_moment_is_met_after_a_whole_interval() -> None:
+def test_an_overload_that_goes_on_through_an_idle_moment_is_refused_again_at_once() -> None:
+    """Refusals are cheap: under a sustained overload the worker empties its queue and waits a moment
+    for its clients. A review over the target within REENTER_SECONDS of that finds the queue standing
+    again, as from the moment it stopped: what arrived since and waited is refused, not served late
+    while a new interval is measured."""
     clock = Clock()
     queue = StandingQueue(clock=clock)
     while not queue.standing:
         _take(queue, clock, TARGET_SECONDS * 4)
+    clock.now += TARGET_SECONDS * 4
+    queue.idle()
+    stopped = clock.now
+    clock.now += 0.02  # the clients' next requests
+    assert not _take(queue, clock, TARGET_SECONDS / 2)  # within the target: served, nothing stands
+    assert not queue.standing
+    assert _take(queue, clock, TARGET_SECONDS * 2)  # arrived after the queue stopped standing
+    assert queue.standing
+    assert not queue.refuse(TARGET_SECONDS * 2, stopped - 0.001)  # arrived while it still stood: a burst's
+    clock.now = stopped + REENTER_SECONDS - 0.01
+    assert _take(queue, clock, TARGET_SECONDS * 4)
+
+
+def test_a_queue_that_stands_again_after_an_idle_pause_is_met_after_a_whole_interval() -> None:
+    clock = Clock()
+    queue = StandingQueue(clock=clock)
+    while not queue.standing:
+        _take(queue, clock, TARGET_SECONDS * 4)
+    queue.idle()
+    clock.now += REENTER_SECONDS
     queue.idle()
     for _ in range(int(INTERVAL_SECONDS / 0.001) - 2):
         assert not _take(queue, clock, TARGET_SECONDS * 4)
