@@ -5,7 +5,9 @@ the `..data` symlink onto it, so `tls.crt` and `tls.key` change together but the
 server's already-loaded SSLContext never notices. Instead of reloading in a timer
 thread, the SNI callback (which OpenSSL runs on every ClientHello, with or without a
 server name) checks the files at most once per interval and points the handshaking
-connection at the newest context that loaded successfully. A half-rotated or broken pair
+connection at the newest context that loaded successfully. Both files are read from the
+directory `..data` led to, and a read that the next update overlaps (the kubelet deletes the old
+directory right after the swap) is made again rather than reported. A half-rotated or broken pair
 never replaces a working one, so no handshake fails because of a rotation; nor does a
 well-formed certificate that is expired or not valid yet while the served one is valid
 (a not-yet-valid one is taken once its time comes). Each failed reload is reported once
