@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from planning_support import api_node, cluster_state
+from planning_support import api_node, cluster_state, device_class
 from test_node_model import configs, helm_plugin
 from test_plan_defects import MIG_LABELS, MPS, TIME_SLICED, deployment
 
@@ -19,15 +19,7 @@ from dra_migrate.planning.build import build_plan
 from dra_migrate.planning.text import render_text
 from dra_migrate.planning.write import DEVICE_CLASSES, WEBHOOK, manifests
 
-GPU_EXTENDED = {
-    "apiVersion": "resource.k8s.io/v1",
-    "kind": "DeviceClass",
-    "metadata": {"name": "gpu-extended"},
-    "spec": {
-        "selectors": [{"cel": {"expression": 'device.driver == "gpu.nvidia.com"'}}],
-        "extendedResourceName": "nvidia.com/gpu",
-    },
-}
+GPU_EXTENDED = device_class("gpu-extended", "gpu.nvidia.com", "nvidia.com/gpu")
 
 
 def _plan(*objects: dict[str, Any], release: str = "1.37", config_file: str | None = None) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 from kueue import kueue_configuration, kueue_verdict, require_kueue_config_check
-from planning_support import api_node, cluster_state
+from planning_support import api_node, cluster_state, device_class
 from test_node_model import configs, helm_plugin, plan_of
 
 from dra_migrate.cli import main
@@ -27,13 +27,6 @@ def cluster_queue(*covered: str) -> dict[str, Any]:
     }
 
 
-def device_class(name: str, extended: str | None) -> dict[str, Any]:
-    spec: dict[str, Any] = {"selectors": [{"cel": {"expression": 'device.driver == "gpu.amd.com"'}}]}
-    if extended:
-        spec["extendedResourceName"] = extended
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name}, "spec": spec}
-
-
 def kueue_cluster() -> tuple[dict[str, Any], ...]:
     """A queue covering two MIG names that become claims of one class and a name whose class has
     extendedResourceName."""
@@ -47,7 +40,7 @@ def kueue_cluster() -> tuple[dict[str, Any], ...]:
             "amd.com/gpu",
             "gpu.intel.com/i915",
         ),
-        device_class("gpu.amd.com", "amd.com/gpu"),
+        device_class("gpu.amd.com", "gpu.amd.com", "amd.com/gpu"),
     )
 
 
@@ -144,14 +137,6 @@ def test_share_quotas_say_what_limits_shares_after_the_move() -> None:
     objects = (node, helm_plugin(), configs(default=TIME_SLICED), gpu_quota())
     (quota,) = plan_of(*objects, consumable_shares=True)["quotas"]
     assert any("no longer limits them" in p for p in quota["problems"])
-    mapping = {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "DeviceClass",
-        "metadata": {"name": "gpu.nvidia.com"},
-        "spec": {
-            "selectors": [{"cel": {"expression": 'device.driver == "gpu.nvidia.com"'}}],
-            "extendedResourceName": "nvidia.com/gpu",
-        },
-    }
+    mapping = device_class("gpu.nvidia.com", "gpu.nvidia.com", "nvidia.com/gpu")
     (quota,) = plan_of(*objects, mapping, consumable_shares=True)["quotas"]
     assert any("keeps limiting shares one for one" in p for p in quota["problems"])
