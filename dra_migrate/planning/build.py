@@ -232,12 +232,13 @@ def _as_created_again(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def _evaluate(obj: dict[str, Any], config: Config) -> tuple[str, list[str]]:
+    """The path of a workload as created again (`_as_created_again`), and why."""
     if obj.get("kind") == "Pod" and is_mirror_pod(obj):
         return "kept", [
             "mirror pod of a static pod: the apiserver refuses a converted mirror pod, so the webhook leaves it; "
             "convert the static pod's manifest on its node, and the kubelet recreates the mirror pod from it"
         ]
-    result = convert(_as_created_again(obj), config)
+    result = convert(obj, config)
     errors = [f.message for f in result.findings if f.severity is Severity.ERROR]
     if errors:
         return "blocked", errors
@@ -307,12 +308,13 @@ def _workloads(
         if not requests:
             continue
         kind, namespace, name = _key(obj)
-        path, reasons = _evaluate(obj, config)
+        created = _as_created_again(obj)
+        path, reasons = _evaluate(created, config)
         earlier = earlier_paths.get((kind, namespace, name), path)
         if earlier != path:
             reasons = [f"{path} once the plan's DeviceClasses are applied ({earlier} before)", *reasons]
         can_land: dict[str, int] = defaultdict(int)
-        for node in landing(_as_created_again(obj), config, nodes):
+        for node in landing(created, config, nodes):
             can_land[node_pools.get(node.name, NO_POOL)] += 1
         # where its pods run, else where they can land
         pools = sorted(placements.get((kind, namespace, name)) or can_land)
