@@ -60,6 +60,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "common")]
 
+from histograms import latency_change  # noqa: E402
 from kubernetes.client.exceptions import ApiException  # noqa: E402
 from pods import gpu_pod  # noqa: E402
 from polling import wait_for  # noqa: E402
@@ -205,61 +206,6 @@ class Api:
         return sum(1 for _ in self.pages(path))
 
 
-# --------------------------------------------------------------------------- apiserver histograms
-
-
-Buckets = dict[str, dict[float, float]]  # sample kind (bucket le / sum / count) -> value
-
-
-def histogram(metrics_text: str, family_name: str, labels: Mapping[str, str]) -> Buckets:
-    """One histogram summed over the label sets that match `labels`."""
-    out: Buckets = {"bucket": {}, "sum": {}, "count": {}}
-    for family in text_string_to_metric_families(metrics_text):
-        if family.name != family_name:
-            continue
-        for sample in family.samples:
-            if any(sample.labels.get(key) != value for key, value in labels.items()):
-                continue
-            kind = sample.name.removeprefix(family_name + "_")
-            if kind == "bucket":
-                upper = float(sample.labels["le"])
-                out["bucket"][upper] = out["bucket"].get(upper, 0.0) + sample.value
-            elif kind in ("sum", "count"):
-                out[kind][0.0] = out[kind].get(0.0, 0.0) + sample.value
-    return out
-
-
-def quantile(buckets: Mapping[float, float], q: float) -> float | None:
-    """histogram_quantile's linear interpolation inside the bucket that holds rank q."""
-    bounds = sorted(buckets)
-    if not bounds or buckets[bounds[-1]] <= 0:
-        return None
-    rank = q * buckets[bounds[-1]]
-    lower, below = 0.0, 0.0
-    for upper in bounds:
-        count = buckets[upper]
-        if count >= rank:
-            if math.isinf(upper):
-                return lower
-            return lower + (upper - lower) * ((rank - below) / max(count - below, 1e-12))
-        lower, below = upper, count
-    return lower
-
-
-def bucket_of(buckets: Mapping[float, float], q: float) -> list[float] | None:
-    """The bounds (ms) of the bucket holding rank q: an interpolated quantile is only known to
-    lie between them."""
-    bounds = sorted(buckets)
-    if not bounds or buckets[bounds[-1]] <= 0:
-        return None
-    lower = 0.0
-    for upper in bounds:
-        if buckets[upper] >= q * buckets[bounds[-1]]:
-            return [round(lower * 1000, 1), upper * 1000 if not math.isinf(upper) else math.inf]
-        lower = upper
-    return None
-
-
 def counter_change(before: str, after: str, family_name: str, by: str) -> dict[str, int]:
     """What a counter gained between two scrapes, per value of the label `by`."""
 
@@ -275,26 +221,6 @@ def counter_change(before: str, after: str, family_name: str, by: str) -> dict[s
     gained = totals(after)
     gained.subtract(totals(before))
     return {key: value for key, value in sorted(gained.items()) if value}
-
-
-def latency_change(before: str, after: str, family_name: str, labels: Mapping[str, str]) -> Obj:
-    """Count, mean, p50 and p99 (ms) of what a histogram gained between two scrapes (`before` and
-    `after` may each hold several processes' scrapes, one after the other: they add up)."""
-    first, last = histogram(before, family_name, labels), histogram(after, family_name, labels)
-    buckets = {le: value - first["bucket"].get(le, 0.0) for le, value in last["bucket"].items()}
-    count = last["count"].get(0.0, 0.0) - first["count"].get(0.0, 0.0)
-    total = last["sum"].get(0.0, 0.0) - first["sum"].get(0.0, 0.0)
-
-    def ms(value: float | None) -> float | None:
-        return None if value is None else round(value * 1000, 1)
-
-    return {
-        "count": int(count),
-        "mean_ms": ms(total / count) if count else None,
-        "p50_ms": ms(quantile(buckets, 0.5)),
-        "p99_ms": ms(quantile(buckets, 0.99)),
-        "p99_bucket_ms": bucket_of(buckets, 0.99),
-    }
 
 
 # --------------------------------------------------------------------------- CPU per process

@@ -59,6 +59,7 @@ sys.path.insert(0, str(ROOT / "tests" / "common"))
 
 from admission import make_review  # noqa: E402
 from fakekube import FakeKubeServer  # noqa: E402
+from histograms import latency_change  # noqa: E402
 from polling import wait_while_running  # noqa: E402
 
 from dra_migrate.certs.generate import create_bundle, write_bundle  # noqa: E402
@@ -767,8 +768,8 @@ class Overload:
     review_ms: float  # server CPU per review at that rate
     step: Step
     recovery_ms: float  # the slowest of the reviews sent one by one right after
-    # the refusals' p99 as the server timed them, from arrival to 429 (its histogram: a bucket's bound)
-    server_refused_p99_ms: float = math.nan
+    # the bounds (ms) of the server's histogram bucket holding the refusals' p99, from arrival to 429
+    server_refused_p99_ms: list[float] | None = None
 
     @property
     def goodput(self) -> float:
@@ -826,36 +827,22 @@ def overloaded(
     print_header()
     out = []
     for multiple in multiples:
-        before = refusal_buckets(setup)
+        before = server_metrics(setup)
         step = measure(setup, server_pid, load, capacity * multiple, args.duration)
-        in_server = bucket_percentile(subtract(refusal_buckets(setup), before), 0.99) * 1000
+        in_server = latency_change(before, server_metrics(setup), REFUSAL_METRIC, {})["p99_bucket_ms"]
         print_step(step)
         review_ms = next(s.server_ms_per_review for s in sustained if s.offered == capacity)
         out.append(Overload(multiple, capacity, review_ms, step, recovery_ms(setup, load), in_server))
     return out
 
 
-REFUSAL_BUCKET = re.compile(r'^dra_migrate_webhook_refusal_duration_seconds_bucket\{le="([^"]+)"\} (\S+)$', re.M)
+REFUSAL_METRIC = "dra_migrate_webhook_refusal_duration_seconds"
 
 
-def refusal_buckets(setup: Attack) -> dict[float, float]:
-    """The server's histogram of refusals (arrival to 429), cumulative per upper bound, from /metrics."""
+def server_metrics(setup: Attack) -> str:
+    """The server's /metrics text; "" when it does not answer."""
     answer = _https_get(setup.port, setup.ca_file, "/metrics")
-    if answer is None or answer[0] != 200:
-        return {}
-    return {float(bound): float(count) for bound, count in REFUSAL_BUCKET.findall(answer[1].decode())}
-
-
-def subtract(after: dict[float, float], before: dict[float, float]) -> dict[float, float]:
-    return {bound: count - before.get(bound, 0.0) for bound, count in after.items()}
-
-
-def bucket_percentile(cumulative: dict[float, float], fraction: float) -> float:
-    """The upper bound of the bucket that holds the `fraction` quantile (seconds); NaN when empty."""
-    total = cumulative.get(math.inf, 0.0)
-    if total <= 0:
-        return math.nan
-    return next(bound for bound in sorted(cumulative) if cumulative[bound] >= fraction * total)
+    return answer[1].decode() if answer is not None and answer[0] == 200 else ""
 
 
 def recovery_ms(setup: Attack, load: Load) -> float:
@@ -879,6 +866,11 @@ def recovery_ms(setup: Attack, load: Load) -> float:
     return slowest
 
 
+def in_server(bucket: list[float] | None) -> str:
+    """The bucket of the server's histogram that holds a p99, as text."""
+    return "none" if bucket is None else f"{bucket[0]:g}-{bucket[1]:g} ms"
+
+
 def summarize_overload(overload: list[Overload]) -> None:
     if not overload:
         return
@@ -891,7 +883,7 @@ def summarize_overload(overload: list[Overload]) -> None:
         print(
             f"  {run.multiple:g}x ({step.offered:.0f}/s): {'met' if run.met else 'NOT met'}: {step.achieved:.0f}/s "
             f"converted ({run.goodput:.0%} of {run.capacity:.0f}/s), p99 {step.p99_ms:.1f} ms; {step.refused} refused, "
-            f"p99 {step.refused_p99_ms:.1f} ms ({run.server_refused_p99_ms:g} ms or less of it in the server, "
+            f"p99 {step.refused_p99_ms:.1f} ms ({in_server(run.server_refused_p99_ms)} of it in the server, "
             f"from arrival to 429); {step.timeouts} timeouts, {step.other_errors} other failures; "
             f"next reviews at most {run.recovery_ms:.1f} ms"
         )
