@@ -169,8 +169,7 @@ def record_review(outcome: str, seconds: float, converted: Iterable[str] = (), m
 @_never_raises
 def record_refusal(seconds: float) -> None:
     """A review refused under overload, `seconds` after it arrived."""
-    _review_counter(SHED_OUTCOME).inc()
-    LATENCY.observe(seconds)
+    record_review(SHED_OUTCOME, seconds)
     REFUSAL_LATENCY.observe(seconds)
 
 
