@@ -6,8 +6,10 @@ machine's speed as time does).
     python bench/review_cost.py [--repeat 5000] [--callgrind]
 
 The review is bench/webhook.py's GPU pod of a ReplicaSet; the app reads the cluster from watched
-copies of an in-memory API (current, as in a running server, so no review calls the API) and counts
-its metrics in this process rather than in gunicorn's shared files. The served figures of
+copies of an in-memory API (current, as in a running server, so no review calls the API): as a
+worker of `serve` reads them, from the file a watcher keeps (webhook/sharedcopy.py, here the
+watcher is a thread), and for comparison from copies in the process's memory. It counts its metrics
+in this process rather than in gunicorn's shared files. The served figures of
 bench/webhook.py add gunicorn and TLS to this; the bare `/mutate-noop` endpoint, measured here too,
 is the envelope alone (read the body, parse it, answer allowed).
 
@@ -30,6 +32,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -39,7 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "common"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from fakekube import FakeKube, synced_watch  # noqa: E402
+from fakekube import FakeKube, shared_watch, synced_watch  # noqa: E402
 from webhook import gpu_pod_review  # noqa: E402
 
 from dra_migrate.engine import convert, default_config  # noqa: E402
@@ -53,14 +56,25 @@ IDLE_GAPS = {"1,000/s": 0.001, "300/s": 0.0033}
 SPACED_REVIEWS = 1000
 
 
-def _app() -> tuple[WSGIApp, Callable[[], None]]:
-    """The webhook's WSGI app on current watched copies of an empty in-memory API; and its stop."""
+def _app(shared: bool = False) -> tuple[WSGIApp, Callable[[], None]]:
+    """The webhook's WSGI app on current watched copies of an empty in-memory API, in the file of a
+    watcher (`shared`) or in this process's memory; and its stop."""
     api = FakeKube()
     api.add_namespace("ml")  # the review's namespace, known to the watched copy as in a cluster
-    caches = synced_watch(api, timeout=10)
+    directory = Path(tempfile.mkdtemp(prefix="review-cost-"))
+    if shared:
+        caches, stop_watching = shared_watch(api, directory, timeout=10)
+    else:
+        caches = synced_watch(api, timeout=10)
+        stop_watching = caches.stop
     reviewer = Reviewer.for_api(default_config(), api, caches=caches)
     app: WSGIApp = create_app(reviewer, noop_route=True).wsgi_app
-    return app, caches.stop
+
+    def stop() -> None:
+        stop_watching()
+        shutil.rmtree(directory, ignore_errors=True)
+
+    return app, stop
 
 
 def _call(app: WSGIApp, path: str, body: bytes) -> bytes:
@@ -112,7 +126,8 @@ def cpu_figures(repeat: int) -> dict[str, float]:
     from dra_migrate.engine import changes
     from dra_migrate.webhook.patch import json_patch
 
-    app, stop = _app()
+    app, stop = _app(shared=True)
+    in_memory, stop_in_memory = _app(shared=False)
     try:
         body = gpu_pod_review()
         answer = json.loads(_call(app, "/mutate", body))
@@ -123,6 +138,7 @@ def cpu_figures(repeat: int) -> dict[str, float]:
         converted = convert(pod, config).object
         figures = {
             "whole review (/mutate)": _per_call(lambda: _call(app, "/mutate", body), repeat),
+            "  copies in memory instead": _per_call(lambda: _call(in_memory, "/mutate", body), repeat),
             "bare endpoint (/mutate-noop)": _per_call(lambda: _call(app, "/mutate-noop", body), repeat),
             "parse the body (json.loads)": _per_call(lambda: json.loads(body), repeat),
             "convert the pod (engine)": _per_call(lambda: convert(pod, config), repeat),
@@ -134,11 +150,13 @@ def cpu_figures(repeat: int) -> dict[str, float]:
             figures[f"  of which waking up ({idle * 1000:g} ms)"] = wake_up
     finally:
         stop()
+        stop_in_memory()
     return {name: seconds * 1e6 for name, seconds in figures.items()}
 
 
 def _reviews_only(count: int) -> None:
-    """The child run under callgrind: `count` whole reviews after one warm-up review."""
+    """The child run under callgrind: `count` whole reviews after one warm-up review (copies in
+    memory, which every version of the webhook has)."""
     app, stop = _app()
     try:
         body = gpu_pod_review()

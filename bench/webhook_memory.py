@@ -11,13 +11,15 @@ master and every worker is read from /proc. The figures are printed as they are 
 
     python bench/webhook_memory.py --own 0,5000,20000 [--worker-counts 2,4] [--namespaces 2000] [--quotas 500]
 
-measures instead what the webhook's own work costs each worker: for each worker count, a baseline
-run on an empty API (no namespaces, quotas or templates), then runs with `--namespaces` namespaces,
+measures instead what the webhook's own work costs a pod: for each worker count, a baseline run on
+an empty API (no namespaces, quotas or templates), then runs with `--namespaces` namespaces,
 `--quotas` ResourceQuotas and that many of dra-migrate's own templates (each a distinct claim spec,
-the worst case for the copy). Per run it prints the master's and the mean worker's resident memory
-(VmRSS) and high-water mark (VmHWM), the worker's state (its VmRSS less the baseline worker's), and
-the list and watch requests the pod made per resource once synced: each worker keeps its own copy,
-so both the state and the requests are paid once per worker.
+the worst case for the copy). Per run it prints the resident memory (VmRSS) of the master, the
+watcher process and the mean worker, the pod's memory (the sum of its processes' proportional set
+sizes, so that pages the forked processes share count once, plus the copy's file), the pod's state
+(its memory less the baseline run's), and the list and watch requests the pod made per resource once
+synced. The watcher keeps the pod's one copy, so neither the state nor the requests grow with the
+number of workers.
 """
 
 from __future__ import annotations
@@ -123,6 +125,41 @@ def tree_rss_kib(pid: int, field: str = "VmRSS") -> dict[int, int]:
     return found
 
 
+WATCHER_NAME = "dra-watcher"  # its /proc/<pid>/comm
+
+
+def watcher_pid(processes: dict[int, int]) -> int | None:
+    for pid in processes:
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip() == WATCHER_NAME:
+                return pid
+        except OSError:
+            continue
+    return None
+
+
+def pss_kib(pid: int) -> int:
+    """The proportional set size of `pid` (KiB): its share of the pages it has in common with others."""
+    try:
+        rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    except OSError:
+        return 0
+    return next((int(line.split()[1]) for line in rollup.splitlines() if line.startswith("Pss:")), 0)
+
+
+def copy_file_kib(pid: int) -> int:
+    """The size of the copy's file and its write-ahead log (KiB), found among the open files of `pid`."""
+    total = 0
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = fd.readlink()
+        except OSError:
+            continue
+        if target.name.startswith("cluster-copy.sqlite3") and not target.name.endswith("-shm"):
+            total += target.stat().st_size // 1024
+    return total
+
+
 def measure(work: Path, count: int, workers: int, reviews: int) -> tuple[int, int, float]:
     """(total RSS KiB, largest worker RSS KiB, seconds to start and sync) with `count` foreign templates."""
     fake = FakeKube()
@@ -133,9 +170,9 @@ def measure(work: Path, count: int, workers: int, reviews: int) -> tuple[int, in
         process, port = start_server(work, served.write_kubeconfig(work / "kubeconfig"), workers)
         try:
             wait_until(
-                lambda: fake.calls_to("GET", "resourceclaimtemplates?watch=true") >= workers,
+                lambda: fake.calls_to("GET", "resourceclaimtemplates?watch=true") >= 1,
                 timeout=600,
-                what="every worker's template watch",
+                what="the pod's template watch",
             )
             synced = time.monotonic() - started
             body = gpu_pod_review()
@@ -188,32 +225,32 @@ def cluster_lists(fake: FakeKube, plural: str) -> int:
     )
 
 
-def watched_by_all(fake: FakeKube, plural: str, workers: int) -> bool:
-    return fake.calls_to("GET", f"{plural}?watch=true") >= workers
+def watched(fake: FakeKube, plural: str) -> bool:
+    return fake.calls_to("GET", f"{plural}?watch=true") >= 1
 
 
 def measure_own(work: Path, fake: FakeKube, workers: int, reviews: int) -> dict[str, float]:
-    """Memory (KiB) of the master and the mean worker, and the list and watch requests per resource,
-    once every worker's copies are listed and watching and `reviews` reviews are answered."""
+    """Memory (KiB) of the master, the watcher, the mean worker and the pod, and the list and watch
+    requests per resource, once the pod's copies are listed and watching and `reviews` reviews are
+    answered."""
     with FakeKubeServer(fake) as served:
         process, port = start_server(work, served.write_kubeconfig(work / "kubeconfig"), workers)
         try:
             for plural in WATCHED:
-                wait_until(
-                    functools.partial(watched_by_all, fake, plural, workers),
-                    timeout=600,
-                    what=f"every worker's {plural} watch",
-                )
+                wait_until(functools.partial(watched, fake, plural), timeout=600, what=f"the pod's {plural} watch")
             body = gpu_pod_review()
             for _ in range(reviews):
                 if post_review(port, work / "ca.crt", body) != 200:
                     raise SystemExit("a review was not answered 200")
             time.sleep(1.0)
-            rss, hwm = tree_rss_kib(process.pid), tree_rss_kib(process.pid, "VmHWM")
+            rss = tree_rss_kib(process.pid)
+            watcher = watcher_pid(rss)
+            pod = sum(pss_kib(pid) for pid in rss) + (copy_file_kib(watcher) if watcher else 0)
             figures = {
                 "master": float(rss.pop(process.pid)),
+                "watcher": float(rss.pop(watcher, 0) if watcher else 0),
                 "worker": sum(rss.values()) / max(len(rss), 1),
-                "worker_peak": sum(hwm[pid] for pid in rss) / max(len(rss), 1),
+                "pod": float(pod),
             }
             for plural in WATCHED:
                 figures[f"lists {plural}"] = float(cluster_lists(fake, plural))
@@ -227,8 +264,8 @@ def measure_own(work: Path, fake: FakeKube, workers: int, reviews: int) -> dict[
 def report_own(work: Path, counts: list[int], worker_counts: list[int], args: argparse.Namespace) -> None:
     print(f"namespaces: {args.namespaces}; quotas: {args.quotas}; reviews per run: {args.reviews}")
     print(
-        f"{'workers':>7} {'own templates':>13} {'master MiB':>10} {'worker MiB':>10} {'worker peak':>11} "
-        f"{'state/worker':>12} {'state/pod':>9} {'lists/resource':>14} {'watches/resource':>16}"
+        f"{'workers':>7} {'own templates':>13} {'master MiB':>10} {'watcher MiB':>11} {'worker MiB':>10} "
+        f"{'pod MiB':>8} {'state/pod':>9} {'lists/resource':>14} {'watches/resource':>16}"
     )
     for workers in worker_counts:
         base = measure_own(work, FakeKube(), workers, args.reviews)
@@ -237,12 +274,12 @@ def report_own(work: Path, counts: list[int], worker_counts: list[int], args: ar
             for count in counts
         ]
         for label, figures in runs:
-            state = figures["worker"] - base["worker"]
+            state = figures["pod"] - base["pod"]
             lists = max(figures[f"lists {plural}"] for plural in WATCHED)
             watches = max(figures[f"watches {plural}"] for plural in WATCHED)
             print(
-                f"{workers:>7} {label:>13} {figures['master'] / 1024:>10.1f} {figures['worker'] / 1024:>10.1f} "
-                f"{figures['worker_peak'] / 1024:>11.1f} {state / 1024:>12.1f} {state * workers / 1024:>9.1f} "
+                f"{workers:>7} {label:>13} {figures['master'] / 1024:>10.1f} {figures['watcher'] / 1024:>11.1f} "
+                f"{figures['worker'] / 1024:>10.1f} {figures['pod'] / 1024:>8.1f} {state / 1024:>9.1f} "
                 f"{lists:>14.0f} {watches:>16.0f}",
                 flush=True,
             )

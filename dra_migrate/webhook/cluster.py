@@ -12,6 +12,10 @@
 With `collect_unused_after`, the templates dra-migrate made that no pod uses are collected
 (webhook/collector.py) by one worker of the process.
 
+Where the copies come from is a CopySource: `WatchedCopies` lists and watches in this process
+(tests, the watcher process of `serve`, which writes them into the file its workers share), and
+sharedcopy.SharedCopies reads that file (the workers of `serve`: one copy per pod).
+
 A copy whose watch has not heard from the API for 15 s is not trusted (webhook/watchcache.py): the
 reviews ask the API directly, and dra_migrate_webhook_watch_stale{resource} shows it.
 
@@ -29,7 +33,7 @@ import re
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from dra_migrate.engine import Target, TargetVersionError
 from dra_migrate.webhook.collector import TemplateCollector, lock_directory
@@ -40,12 +44,13 @@ from dra_migrate.webhook.resource_api import (
     NAMESPACES,
     RESOURCE_QUOTAS,
     ApiError,
+    ApiResource,
     ResourceApi,
     claim_templates,
     device_classes,
 )
 from dra_migrate.webhook.templates import MANAGED_SELECTOR, TemplateRecord, template_record
-from dra_migrate.webhook.watchcache import WatchCache
+from dra_migrate.webhook.watchcache import ClusterCopy, Storage, WatchCache
 
 log = logging.getLogger(__name__)
 
@@ -57,14 +62,14 @@ STALENESS_REPORT_SECONDS = 1.0  # first and longest pause between reads of an un
 class ClusterCaches:
     """The copies (None: ask the API) and the release, when known (None: the configured target)."""
 
-    templates: WatchCache[TemplateRecord] | None = None
-    namespaces: WatchCache[Labels] | None = None
-    quotas: WatchCache[QuotaRecord] | None = None
-    device_classes: WatchCache[ServingRecord | None] | None = None
+    templates: ClusterCopy[TemplateRecord] | None = None
+    namespaces: ClusterCopy[Labels] | None = None
+    quotas: ClusterCopy[QuotaRecord] | None = None
+    device_classes: ClusterCopy[ServingRecord | None] | None = None
     target: Target | None = None
 
-    def all(self) -> list[WatchCache[Any]]:
-        caches: list[WatchCache[Any] | None] = [self.templates, self.namespaces, self.quotas, self.device_classes]
+    def all(self) -> list[ClusterCopy[Any]]:
+        caches: list[ClusterCopy[Any] | None] = [self.templates, self.namespaces, self.quotas, self.device_classes]
         return [cache for cache in caches if cache is not None]
 
     def stop(self) -> None:
@@ -85,8 +90,56 @@ def target_from_version(answer: Mapping[str, Any]) -> Target:
     raise TargetVersionError(f"no Kubernetes version in {dict(answer)!r}")
 
 
+class CopySource(Protocol):
+    """Makes the copy of one resource: kept by `keep`, of the objects `label_selector` selects."""
+
+    @property
+    def watching(self) -> bool:
+        """Whether this process lists and watches (and so reports how current its copies are)."""
+        ...
+
+    def __call__(
+        self, resource: ApiResource, keep: Callable[[Mapping[str, Any]], Any], label_selector: str
+    ) -> ClusterCopy[Any]: ...
+
+
+class WatchedCopies:
+    """Copies listed and watched by this process, kept in its memory or in `storage_for(resource)`."""
+
+    watching = True
+
+    def __init__(
+        self,
+        api: ResourceApi,
+        *,
+        timeout: float,
+        on_api_error: Callable[[str, str], None] = lambda operation, reason: None,
+        on_event: Callable[[str, str], None] = lambda resource, kind: None,
+        storage_for: Callable[[ApiResource], Storage[Any]] | None = None,
+    ) -> None:
+        self._api = api
+        self._timeout = timeout
+        self._on_api_error = on_api_error
+        self._on_event = on_event
+        self._storage_for = storage_for
+
+    def __call__(
+        self, resource: ApiResource, keep: Callable[[Mapping[str, Any]], Any], label_selector: str
+    ) -> WatchCache[Any]:
+        return WatchCache(
+            self._api,
+            resource,
+            keep,
+            timeout=self._timeout,
+            label_selector=label_selector,
+            on_api_error=self._on_api_error,
+            on_event=self._on_event,
+            storage=None if self._storage_for is None else self._storage_for(resource),
+        )
+
+
 class ClusterWatch:
-    """Builds and starts the copies of one worker process (call `start` after the fork)."""
+    """Builds and starts the copies of one process (call `start` after the fork)."""
 
     def __init__(
         self,
@@ -99,9 +152,10 @@ class ClusterWatch:
         on_event: Callable[[str, str], None] = lambda resource, kind: None,
         on_staleness: Callable[[str, float, bool], None] = lambda resource, silence, stale: None,
         collect_unused_after: float | None = None,
+        copies: CopySource | None = None,
     ) -> None:
         self._api = api
-        self._on_event = on_event
+        self._copies = copies or WatchedCopies(api, timeout=timeout, on_api_error=on_api_error, on_event=on_event)
         self._on_staleness = on_staleness
         self._configured = configured
         self._detect = detect_target
@@ -125,16 +179,8 @@ class ClusterWatch:
             quotas=self._cache(RESOURCE_QUOTAS, quota_record),
         )
 
-    def _cache(self, resource: Any, keep: Any, label_selector: str = "") -> Any:
-        return WatchCache(
-            self._api,
-            resource,
-            keep,
-            timeout=self._timeout,
-            label_selector=label_selector,
-            on_api_error=self._on_api_error,
-            on_event=self._on_event,
-        )
+    def _cache(self, resource: ApiResource, keep: Any, label_selector: str = "") -> Any:
+        return self._copies(resource, keep, label_selector)
 
     def start(self) -> ClusterCaches:
         for cache in self.caches.all():
@@ -143,7 +189,8 @@ class ClusterWatch:
             self._watch_versioned(self._configured)
         else:
             threading.Thread(target=self._find_target, name="cluster-version", daemon=True).start()
-        threading.Thread(target=self._report_staleness, name="watch-staleness", daemon=True).start()
+        if self._copies.watching:
+            threading.Thread(target=self._report_staleness, name="watch-staleness", daemon=True).start()
         if self._collector is not None:
             self._collector.start()
         return self.caches
@@ -186,10 +233,10 @@ class ClusterWatch:
 
     def _watch_versioned(self, target: Target) -> None:
         version = target.dra_version
-        templates: WatchCache[TemplateRecord] = self._cache(
+        templates: ClusterCopy[TemplateRecord] = self._cache(
             claim_templates(version), template_record, MANAGED_SELECTOR
         )
-        classes: WatchCache[ServingRecord | None] = self._cache(device_classes(version), serving_record)
+        classes: ClusterCopy[ServingRecord | None] = self._cache(device_classes(version), serving_record)
         templates.start()
         classes.start()
         self.caches.templates, self.caches.device_classes = templates, classes

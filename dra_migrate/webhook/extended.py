@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from dra_migrate.engine import Config, ServingClass, leave_unconverted, serving_classes
-from dra_migrate.webhook.watchcache import WatchCache
+from dra_migrate.webhook.watchcache import ClusterCopy
 
 # How long the first review of a fresh worker waits for the first list; with the review's own
 # API budget (2 x apiTimeoutSeconds = 4 s by default) it stays inside the webhook's 5 s timeout.
@@ -70,7 +70,7 @@ class ExtendedResourceIndex:
 
     def __init__(
         self,
-        cache: Callable[[], WatchCache[ServingRecord | None] | None],
+        cache: Callable[[], ClusterCopy[ServingRecord | None] | None],
         *,
         first_wait: float = FIRST_LIST_WAIT_SECONDS,
     ) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 from dra_migrate.webhook.budget import Budget
 from dra_migrate.webhook.optout import SKIP_KEY, SKIP_VALUE
 from dra_migrate.webhook.resource_api import NAMESPACES, ApiError, ResourceApi
-from dra_migrate.webhook.watchcache import WatchCache
+from dra_migrate.webhook.watchcache import ClusterCopy
 
 Labels = Mapping[str, str]
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
@@ -40,7 +40,7 @@ def namespace_labels(obj: Mapping[str, Any]) -> Labels:
 
 
 class NamespaceSelection:
-    def __init__(self, excluded: Iterable[str], api: ResourceApi, cache: WatchCache[Labels] | None = None) -> None:
+    def __init__(self, excluded: Iterable[str], api: ResourceApi, cache: ClusterCopy[Labels] | None = None) -> None:
         self._excluded = frozenset(excluded)
         self._api = api
         self._cache = cache

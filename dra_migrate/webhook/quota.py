@@ -40,7 +40,7 @@ from dra_migrate.engine import (
 )
 from dra_migrate.webhook.budget import Budget
 from dra_migrate.webhook.resource_api import RESOURCE_QUOTAS, ResourceApi, list_all
-from dra_migrate.webhook.watchcache import WatchCache
+from dra_migrate.webhook.watchcache import ClusterCopy
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,7 +189,7 @@ def quota_exceeded(
 class QuotaLookup:
     """A namespace's ResourceQuotas: from the watched copy, or listed when it is not current."""
 
-    def __init__(self, api: ResourceApi, cache: WatchCache[QuotaRecord] | None = None) -> None:
+    def __init__(self, api: ResourceApi, cache: ClusterCopy[QuotaRecord] | None = None) -> None:
         self._api = api
         self._cache = cache
 

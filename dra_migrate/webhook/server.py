@@ -20,8 +20,11 @@ Worker model: gunicorn with gevent (webhook/worker.py), 2 processes by default.
   workers fork, so every worker, a restarted one too, serves the same pair (webhook/tlshook.py).
 - Metrics: several processes, so prometheus-client multiprocess mode (webhook/metrics.py);
   `serve` creates the directory and removes it on exit.
+- One copy of the cluster per pod: a watcher process, forked by the master before the workers and
+  again when it exits (webhook/watcher.py), lists and watches it into a file the workers read
+  (webhook/sharedcopy.py).
 - No preload: each worker builds its own app after the fork, so the Kubernetes client's
-  connection pool and the watches of the cluster (webhook/cluster.py) belong to that worker. The configuration
+  connection pool belongs to that worker. The configuration
   is parsed once, before the fork, and is never reloaded: a config change rolls the
   Deployment (the ConfigMap name carries a content hash).
 - gunicorn's control socket is off: the pod's root filesystem is read-only and nobody
@@ -33,6 +36,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import ssl
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,17 +44,20 @@ from typing import Any
 
 from flask import Flask
 from gunicorn.app.base import BaseApplication
+from gunicorn.arbiter import Arbiter
 from kubernetes import client as k8s
 
 from dra_migrate.configfile import Settings
-from dra_migrate.webhook import metrics
+from dra_migrate.webhook import metrics, sharedcopy
 from dra_migrate.webhook.app import create_app
 from dra_migrate.webhook.cluster import ClusterWatch
+from dra_migrate.webhook.collector import lock_directory
 from dra_migrate.webhook.kube_client import KubeResourceApi
 from dra_migrate.webhook.namespaces import own_namespace
 from dra_migrate.webhook.policy import WEBHOOK_SECTION
 from dra_migrate.webhook.review import Reviewer
 from dra_migrate.webhook.tlshook import GunicornSSLContextHook, gunicorn_ssl_context_hook
+from dra_migrate.webhook.watcher import WatcherProcess, watch_into
 from dra_migrate.webhook.worker import deferred_handshake_setting
 
 # Longer than kube-apiserver's 90 s idle timeout for webhook connections (see above).
@@ -116,8 +123,10 @@ def build_app(
     noop_route: bool,
     readiness: Callable[[], list[str]],
     require_client_certificate: bool = False,
+    shared_copy: Path | None = None,
 ) -> Flask:
-    """The WSGI app of one worker process, wired to the real Kubernetes API."""
+    """The WSGI app of one worker process, wired to the real Kubernetes API; its copies of the cluster
+    are read from `shared_copy` (the watcher process writes them), else watched by the worker."""
     config, policy = settings.config, settings.get(WEBHOOK_SECTION)
     own = own_namespace()
     if own and own not in policy.excluded_namespaces:  # never convert (or gate) the webhook's own pods
@@ -132,6 +141,7 @@ def build_app(
         on_event=metrics.watch_event,
         on_staleness=metrics.watch_staleness,
         collect_unused_after=policy.unused_template_grace_seconds,
+        copies=None if shared_copy is None else sharedcopy.SharedCopies(shared_copy),
     ).start()
     reviewer = Reviewer.for_api(
         config, api, policy=policy, caches=caches, on_created=metrics.template_created, on_api_error=metrics.api_error
@@ -151,11 +161,30 @@ def build_app(
     return app
 
 
+class WatchingArbiter(Arbiter):  # type: ignore[misc]  # gunicorn ships no type hints
+    """gunicorn's master, which also keeps the watcher process running (before the workers start,
+    and whenever it looks after them) and stops it after them."""
+
+    def __init__(self, app: Any, watcher: WatcherProcess) -> None:
+        self._watcher = watcher
+        super().__init__(app)
+
+    def manage_workers(self) -> None:
+        self._watcher.keep_running(self.LISTENERS, self.SIGNALS)
+        super().manage_workers()
+
+    def stop(self, graceful: bool = True) -> None:
+        super().stop(graceful)
+        self._watcher.stop()
+
+
 class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no type hints
     def __init__(self, options: ServeOptions, settings: Settings, kube: k8s.Configuration) -> None:
         self._options = options
         self._settings = settings
         self._kube = kube
+        directory = lock_directory()  # serve's private directory; without one, each worker watches
+        self._shared_copy = None if directory is None else sharedcopy.create(directory)
         self._tls = gunicorn_ssl_context_hook(
             options.cert,
             options.key,
@@ -176,7 +205,24 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no
             noop_route=self._options.noop_route,
             readiness=self.readiness,
             require_client_certificate=self._options.client_ca is not None,
+            shared_copy=self._shared_copy,
         )
+
+    def run(self) -> None:
+        if self._shared_copy is None:
+            super().run()
+            return
+        settings, kube = self._settings, self._kube
+        watcher = WatcherProcess(
+            self._shared_copy,
+            lambda path, master: watch_into(path, settings, kube, master),
+            after_fork=self._tls.forked,  # the master's certificate checks stop, as in a worker
+        )
+        try:
+            WatchingArbiter(self, watcher).run()
+        except RuntimeError as exc:  # as gunicorn's own run() reports it
+            print(f"\nError: {exc}\n", file=sys.stderr)
+            sys.exit(1)
 
     def readiness(self) -> list[str]:
         """Not ready while this worker serves no certificate, or one that is expired or not

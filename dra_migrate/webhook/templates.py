@@ -48,7 +48,7 @@ from typing import Any
 from dra_migrate.engine import MANAGED_BY_LABEL, MANAGED_BY_VALUE, RESOURCE_GROUP, spec_key
 from dra_migrate.webhook.budget import Budget
 from dra_migrate.webhook.resource_api import AlreadyExistsError, ApiError, ApiResource, ResourceApi, claim_templates
-from dra_migrate.webhook.watchcache import WatchCache
+from dra_migrate.webhook.watchcache import ClusterCopy
 
 # How long a name found taken by asking the API directly is remembered (the watched copy needs no memory).
 CONFLICT_SECONDS = 5.0
@@ -164,7 +164,7 @@ class TemplateEnsurer:
     def __init__(
         self,
         api: ResourceApi,
-        cache: Callable[[], WatchCache[TemplateRecord] | None] = lambda: None,
+        cache: Callable[[], ClusterCopy[TemplateRecord] | None] = lambda: None,
         *,
         max_per_namespace: int = 64,
         on_created: Callable[[], None] = lambda: None,
@@ -201,7 +201,7 @@ class TemplateEnsurer:
                 renamed[wanted] = name
         return EnsuredTemplates(created, renamed)
 
-    def _current(self, resource: ApiResource) -> WatchCache[TemplateRecord] | None:
+    def _current(self, resource: ApiResource) -> ClusterCopy[TemplateRecord] | None:
         """The watched copy, when it is current and of the version asked for."""
         cache = self._cache()
         return cache if cache is not None and cache.synced and cache.resource == resource else None

@@ -18,6 +18,10 @@ worker watches the same API, so they all converge on the same answers.
 Only what `keep` returns is stored (a few fields), and with a `label_selector` only the objects it
 selects are listed and watched (the apiserver filters them), so a copy grows with what the webhook
 itself made, not with what others do in the cluster.
+
+Where the kept forms live is the copy's `storage`: a dict in this process (MemoryStorage), or the
+file the processes of one `serve` share (webhook/sharedcopy.py), written by its watcher process
+and read by its workers.
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ import random
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Generic, TypeVar
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
 
 from dra_migrate.webhook.resource_api import (
     WATCH_JITTER,
@@ -46,6 +51,98 @@ T = TypeVar("T")
 
 RETRY_MIN_SECONDS = 0.5
 RETRY_MAX_SECONDS = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class CopyState:
+    """What readers of a copy need besides its objects: whether it is current, and since when."""
+
+    synced: bool
+    alive: float  # time.monotonic() of the last sign of life (the same clock in every process of a host)
+    generation: int
+    seen_version: int
+
+
+class Storage(Protocol[T]):
+    """Where a copy's kept forms live. Each change is made together with the copy's state after it,
+    in one step for other processes that read the storage; the WatchCache calls these under its lock."""
+
+    def replace(self, fresh: dict[str, dict[str, T]], state: CopyState) -> None: ...
+
+    def put(self, namespace: str, name: str, value: T, state: CopyState) -> None: ...
+
+    def delete(self, namespace: str, name: str, state: CopyState) -> None: ...
+
+    def publish(self, state: CopyState) -> None: ...
+
+    def contains(self, namespace: str, name: str) -> bool: ...
+
+    def get(self, namespace: str, name: str) -> T | None: ...
+
+    def items(self, namespace: str | None) -> list[T]: ...
+
+
+class ClusterCopy(Protocol[T]):
+    """What the reviews read of a copy: a WatchCache of this process, or a worker's view of the
+    copy the processes of one `serve` share (webhook/sharedcopy.py)."""
+
+    @property
+    def resource(self) -> ApiResource: ...
+
+    @property
+    def synced(self) -> bool: ...
+
+    @property
+    def silence(self) -> float: ...
+
+    @property
+    def generation(self) -> int: ...
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def wait_synced(self, timeout: float) -> bool: ...
+
+    def get(self, namespace: str | None, name: str) -> T | None: ...
+
+    def items(self, namespace: str | None = None) -> list[T]: ...
+
+    def observe(self, obj: Mapping[str, Any]) -> None: ...
+
+
+class MemoryStorage(Generic[T]):
+    """The kept forms in a dict of this process."""
+
+    def __init__(self) -> None:
+        self._by_namespace: dict[str, dict[str, T]] = {}
+
+    def replace(self, fresh: dict[str, dict[str, T]], state: CopyState) -> None:
+        self._by_namespace = fresh
+
+    def put(self, namespace: str, name: str, value: T, state: CopyState) -> None:
+        self._by_namespace.setdefault(namespace, {})[name] = value
+
+    def delete(self, namespace: str, name: str, state: CopyState) -> None:
+        objects = self._by_namespace.get(namespace)
+        if objects is not None:
+            objects.pop(name, None)
+            if not objects:
+                del self._by_namespace[namespace]
+
+    def contains(self, namespace: str, name: str) -> bool:
+        return name in self._by_namespace.get(namespace, {})
+
+    def get(self, namespace: str, name: str) -> T | None:
+        return self._by_namespace.get(namespace, {}).get(name)
+
+    def items(self, namespace: str | None) -> list[T]:
+        if namespace is not None:
+            return list(self._by_namespace.get(namespace, {}).values())
+        return [item for objects in self._by_namespace.values() for item in objects.values()]
+
+    def publish(self, state: CopyState) -> None:
+        pass  # readers share this process's WatchCache
 
 
 def object_key(obj: Mapping[str, Any]) -> tuple[str, str, str]:
@@ -70,6 +167,7 @@ class WatchCache(Generic[T]):
         label_selector: str = "",
         on_api_error: Callable[[str, str], None] = lambda operation, reason: None,
         on_event: Callable[[str, str], None] = lambda resource, kind: None,
+        storage: Storage[T] | None = None,
     ) -> None:
         self._api = api
         self._on_event = on_event
@@ -79,7 +177,7 @@ class WatchCache(Generic[T]):
         self._selector = label_selector
         self._on_api_error = on_api_error
         self._lock = threading.Lock()
-        self._by_namespace: dict[str, dict[str, T]] = {}
+        self._storage: Storage[T] = storage if storage is not None else MemoryStorage()
         self._synced = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -125,14 +223,12 @@ class WatchCache(Generic[T]):
     def get(self, namespace: str | None, name: str) -> T | None:
         """The kept form of one object; meaningful only while `synced`."""
         with self._lock:
-            return self._by_namespace.get(namespace or "", {}).get(name)
+            return self._storage.get(namespace or "", name)
 
     def items(self, namespace: str | None = None) -> list[T]:
         """All kept objects, or those of one namespace."""
         with self._lock:
-            if namespace is not None:
-                return list(self._by_namespace.get(namespace, {}).values())
-            return [item for objects in self._by_namespace.values() for item in objects.values()]
+            return self._storage.items(namespace)
 
     def observe(self, obj: Mapping[str, Any]) -> None:
         """Take in an object this process just wrote, before its watch event arrives.
@@ -145,9 +241,18 @@ class WatchCache(Generic[T]):
         if not version.isdigit():
             return
         with self._lock:
-            if int(version) > self._seen_version and name not in self._by_namespace.get(namespace, {}):
-                self._by_namespace.setdefault(namespace, {})[name] = self._keep(obj)
+            if int(version) > self._seen_version and not self._storage.contains(namespace, name):
                 self._generation += 1
+                self._storage.put(namespace, name, self._keep(obj), self._state())
+
+    def _state(self, synced: bool | None = None) -> CopyState:
+        synced = self._synced.is_set() if synced is None else synced
+        return CopyState(synced, self._alive, self._generation, self._seen_version)
+
+    def _not_synced(self) -> None:
+        self._synced.clear()
+        with self._lock:
+            self._storage.publish(self._state())
 
     def _saw(self, version: str) -> None:
         if version.isdigit():
@@ -166,18 +271,18 @@ class WatchCache(Generic[T]):
                     resource_version = self._watch(resource_version)
                     gone = 0
             except GoneError:
-                self._synced.clear()  # relist at once: the watch window moved on
+                self._not_synced()  # relist at once: the watch window moved on
                 gone += 1
                 if gone > 1:  # again, straight after a relist: something answers 410 to everything
                     self._stop.wait(self._pause(gone - 1))
             except ApiError as exc:
-                self._synced.clear()
+                self._not_synced()
                 self._failed(exc)
                 failures += 1
                 # a server that says how long to wait (429, 503) is believed, within the usual bound
                 self._stop.wait(max(self._pause(failures), min(exc.retry_after or 0.0, RETRY_MAX_SECONDS)))
             except Exception:
-                self._synced.clear()
+                self._not_synced()
                 log.exception("unexpected error in the %s watch", self._resource.plural)
                 failures += 1
                 self._stop.wait(self._pause(failures))
@@ -206,12 +311,12 @@ class WatchCache(Generic[T]):
                 namespace, name, _ = object_key(obj)
                 fresh.setdefault(namespace, {})[name] = self._keep(obj)
         with self._lock:
-            self._by_namespace = fresh
             self._generation += 1
             self._seen_version = 0
             self._saw(resource_version)
-        self._alive = time.monotonic()
-        self._synced.set()
+            self._alive = time.monotonic()
+            self._storage.replace(fresh, self._state(synced=True))
+            self._synced.set()  # once the storage's readers can see it too
         if self._last_error:
             log.info("%s: watching again", self._resource.plural)
             self._last_error = ""
@@ -228,19 +333,20 @@ class WatchCache(Generic[T]):
             if kind == "BOOKMARK":
                 with self._lock:
                     self._saw(version)
+                    self._storage.publish(self._state())
                 continue
+            kept = None if kind == "DELETED" else self._keep(obj)
             with self._lock:
-                objects = self._by_namespace.setdefault(namespace, {})
-                if kind == "DELETED":
-                    objects.pop(name, None)
-                    if not objects:
-                        del self._by_namespace[namespace]
-                else:
-                    objects[name] = self._keep(obj)
                 self._generation += 1
                 self._saw(version)
+                if kind == "DELETED":
+                    self._storage.delete(namespace, name, self._state())
+                else:
+                    self._storage.put(namespace, name, kept, self._state())  # type: ignore[arg-type]
             self._on_event(self._resource.plural, kind)
-        self._alive = time.monotonic()  # the server ended the watch: the connection was alive
+        with self._lock:
+            self._alive = time.monotonic()  # the server ended the watch: the connection was alive
+            self._storage.publish(self._state())
         if time.monotonic() - started < 1.0:
             self._stop.wait(RETRY_MIN_SECONDS)  # a server ending watches at once must not make us spin
         return resource_version

@@ -32,7 +32,7 @@ import ssl
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -379,6 +379,28 @@ def synced_watch(api: FakeKube, timeout: float = 5.0) -> ClusterCaches:
     for cache in (caches.templates, caches.namespaces, caches.quotas, caches.device_classes):
         assert cache is not None and cache.wait_synced(timeout), "the watched copies of the fake API did not sync"
     return caches
+
+
+def shared_watch(api: FakeKube, directory: Path, timeout: float = 5.0) -> tuple[ClusterCaches, Callable[[], None]]:
+    """What a worker of `serve` reads: the copies a watcher (here a thread) keeps of `api` in a file
+    in `directory`, current, as the worker's views of that file; and the watcher's stop."""
+    from dra_migrate.engine import Target
+    from dra_migrate.webhook import sharedcopy
+    from dra_migrate.webhook.cluster import ClusterWatch, WatchedCopies
+
+    path = sharedcopy.create(directory)
+    target = Target.parse("1.34")
+    watched = ClusterWatch(
+        api,
+        target,
+        detect_target=False,
+        timeout=1.0,
+        copies=WatchedCopies(api, timeout=1.0, storage_for=sharedcopy.writer(path)),
+    ).start()
+    views = ClusterWatch(api, target, detect_target=False, timeout=1.0, copies=sharedcopy.SharedCopies(path)).start()
+    for cache in (views.templates, views.namespaces, views.quotas, views.device_classes):
+        assert cache is not None and cache.wait_synced(timeout), "the shared copies of the fake API did not sync"
+    return views, watched.stop
 
 
 def _selector(query: Mapping[str, list[str]]) -> dict[str, str]:

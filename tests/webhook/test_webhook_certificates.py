@@ -17,7 +17,7 @@ from cert_chain import intermediate
 from cryptography import x509
 from polling import wait_until, wait_while_running
 from secret_volume import SecretVolume
-from webhook_support import ServerProcess, StartServer
+from webhook_support import ServerProcess, StartServer, worker_pids
 
 from dra_migrate.certs.generate import CertifiedKey, create_ca, issue_serving_cert
 
@@ -108,11 +108,6 @@ def test_expired_rotation_keeps_the_valid_certificate_and_is_counted(
     wait_until(lambda: not set(worker_pids(server)) & set(workers), timeout=30, what="the workers replaced")
     assert {served_serial(server.port) for _ in range(40)} == {good.cert.serial_number}
     assert server.session.get(f"{server.url}/readyz").status_code == 200
-
-
-def worker_pids(server: ServerProcess) -> list[int]:
-    master = server.process.pid
-    return [int(pid) for pid in Path(f"/proc/{master}/task/{master}/children").read_text().split()]
 
 
 def test_an_expired_certificate_in_the_chain_is_not_ready(kubeconfig: Path, tmp_path: Path) -> None:

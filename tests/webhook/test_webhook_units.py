@@ -40,7 +40,7 @@ from dra_migrate.webhook.templates import (
     TemplateRecord,
     candidate_names,
 )
-from dra_migrate.webhook.watchcache import WatchCache
+from dra_migrate.webhook.watchcache import ClusterCopy
 
 
 class Clock:
@@ -251,7 +251,7 @@ def test_every_name_taken_is_refused() -> None:
     assert fake.calls_to("POST") == 0
 
 
-def _templates_of(caches: ClusterCaches) -> Callable[[], WatchCache[TemplateRecord] | None]:
+def _templates_of(caches: ClusterCaches) -> Callable[[], ClusterCopy[TemplateRecord] | None]:
     return lambda: caches.templates
 
 

@@ -73,8 +73,8 @@ def test_a_watch_that_always_ends_with_410_is_retried_with_backoff(start_server:
     """A proxy or store that answers every watch with 410 Expired: relisting at once each time was
     a thousand calls in seconds; after the second in a row the watches back off."""
     with FakeKubeServer() as api:
+        api.fake.watch_gone = True  # from the first watch: the copies may be watching before the server is ready
         start_server(kubeconfig=api.write_kubeconfig(tmp_path / "kc"), workers=1)
-        api.fake.watch_gone = True
         before = _watch_calls(api)
         time.sleep(4)
         watches = _watch_calls(api) - before

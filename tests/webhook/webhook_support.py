@@ -155,6 +155,31 @@ class ServerProcess:
         return self.process.returncode
 
 
+WATCHER_NAME = "dra-watcher"  # the watcher process's /proc/<pid>/comm (webhook/watcher.py)
+
+
+def _children(server: ServerProcess) -> list[int]:
+    master = server.process.pid
+    return [int(pid) for pid in Path(f"/proc/{master}/task/{master}/children").read_text().split()]
+
+
+def _named(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def worker_pids(server: ServerProcess) -> list[int]:
+    """The gunicorn workers of a running `serve` (its master's children but the watcher)."""
+    return [pid for pid in _children(server) if _named(pid) != WATCHER_NAME]
+
+
+def watcher_pids(server: ServerProcess) -> list[int]:
+    """The watcher process of a running `serve` (one, or none while it is started again)."""
+    return [pid for pid in _children(server) if _named(pid) == WATCHER_NAME]
+
+
 def decoded_patch(response: Mapping[str, Any]) -> list[dict[str, Any]] | None:
     if "patch" not in response:
         return None
