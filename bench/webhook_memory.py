@@ -16,7 +16,8 @@ an empty API (no namespaces, quotas or templates), then runs with `--namespaces`
 `--quotas` ResourceQuotas and that many of dra-migrate's own templates (each a distinct claim spec,
 the worst case for the copy). Per run it prints the resident memory (VmRSS) of the master, the
 watcher process and the mean worker, the pod's memory (the sum of its processes' proportional set
-sizes, so that pages the forked processes share count once, plus the copy's file), the pod's state
+sizes, so that pages the forked processes share count once, plus the copy's file in the pod's
+memory-backed /tmp, which the processes that map it do not count again), the pod's state
 (its memory less the baseline run's), and the list and watch requests the pod made per resource once
 synced. The watcher keeps the pod's one copy, so neither the state nor the requests grow with the
 number of workers.
@@ -139,12 +140,14 @@ def watcher_pid(processes: dict[int, int]) -> int | None:
 
 
 def pss_kib(pid: int) -> int:
-    """The proportional set size of `pid` (KiB): its share of the pages it has in common with others."""
+    """The proportional set size of `pid` (KiB): its share of the pages it has in common with others,
+    less the pages of memory-backed files it maps (the copy's file, counted once by its size)."""
     try:
         rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
     except OSError:
         return 0
-    return next((int(line.split()[1]) for line in rollup.splitlines() if line.startswith("Pss:")), 0)
+    fields = {line.split(":")[0]: int(line.split()[1]) for line in rollup.splitlines()[1:] if line.strip()}
+    return fields.get("Pss", 0) - fields.get("Pss_Shmem", 0)
 
 
 def copy_file_kib(pid: int) -> int:
@@ -245,8 +248,10 @@ def measure_own(work: Path, fake: FakeKube, workers: int, reviews: int) -> dict[
             time.sleep(1.0)
             rss = tree_rss_kib(process.pid)
             watcher = watcher_pid(rss)
-            pod = sum(pss_kib(pid) for pid in rss) + (copy_file_kib(watcher) if watcher else 0)
+            copy_file = copy_file_kib(watcher) if watcher else 0
+            pod = sum(pss_kib(pid) for pid in rss) + copy_file
             figures = {
+                "copy file": float(copy_file),
                 "master": float(rss.pop(process.pid)),
                 "watcher": float(rss.pop(watcher, 0) if watcher else 0),
                 "worker": sum(rss.values()) / max(len(rss), 1),
@@ -265,7 +270,7 @@ def report_own(work: Path, counts: list[int], worker_counts: list[int], args: ar
     print(f"namespaces: {args.namespaces}; quotas: {args.quotas}; reviews per run: {args.reviews}")
     print(
         f"{'workers':>7} {'own templates':>13} {'master MiB':>10} {'watcher MiB':>11} {'worker MiB':>10} "
-        f"{'pod MiB':>8} {'state/pod':>9} {'lists/resource':>14} {'watches/resource':>16}"
+        f"{'copy file MiB':>13} {'pod MiB':>8} {'state/pod':>9} {'lists/resource':>14} {'watches/resource':>16}"
     )
     for workers in worker_counts:
         base = measure_own(work, FakeKube(), workers, args.reviews)
@@ -279,7 +284,8 @@ def report_own(work: Path, counts: list[int], worker_counts: list[int], args: ar
             watches = max(figures[f"watches {plural}"] for plural in WATCHED)
             print(
                 f"{workers:>7} {label:>13} {figures['master'] / 1024:>10.1f} {figures['watcher'] / 1024:>11.1f} "
-                f"{figures['worker'] / 1024:>10.1f} {figures['pod'] / 1024:>8.1f} {state / 1024:>9.1f} "
+                f"{figures['worker'] / 1024:>10.1f} {figures['copy file'] / 1024:>13.1f} {figures['pod'] / 1024:>8.1f} "
+                f"{state / 1024:>9.1f} "
                 f"{lists:>14.0f} {watches:>16.0f}",
                 flush=True,
             )

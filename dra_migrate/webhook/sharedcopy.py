@@ -42,6 +42,9 @@ BUSY_TIMEOUT_MS = 50
 STATE_SECONDS = 0.05
 READER_CACHE_KIB = 512  # each worker's page cache; the pages themselves are read through mmap
 MMAP_BYTES = 256 * 1024 * 1024
+# The write-ahead log is cut back to this after each checkpoint: the file lives in the pod's
+# memory-backed /tmp, so a relist's worth of log must not stay there.
+WAL_LIMIT_BYTES = 4 * 1024 * 1024
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS objects (
@@ -84,6 +87,7 @@ def _connect(path: Path) -> sqlite3.Connection:
     connection.execute("PRAGMA synchronous=OFF")  # a cache: a crash of the machine loses nothing that matters
     connection.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
     connection.execute(f"PRAGMA cache_size=-{READER_CACHE_KIB}")
+    connection.execute(f"PRAGMA journal_size_limit={WAL_LIMIT_BYTES}")
     return connection
 
 

@@ -35,6 +35,7 @@ it exactly as they would refuse the real create, and nothing is stored.
 from __future__ import annotations
 
 import enum
+import hashlib
 import json
 import sys
 import threading
@@ -72,12 +73,15 @@ class TemplateRecord:
 
 def content_key(template: Mapping[str, Any]) -> str:
     """What a claim made from the template gets: its claim spec (request defaults applied) and the
-    labels and annotations of `spec.metadata`. Equal keys, same claims."""
+    labels and annotations of `spec.metadata`. Equal keys, same claims. A SHA-256 digest of their
+    canonical JSON: the watched copy keeps one per template, and a spec with many CEL selectors is
+    kilobytes long."""
     outer = template.get("spec")
     claim_metadata = outer.get("metadata") if isinstance(outer, Mapping) else None
     claim_metadata = claim_metadata if isinstance(claim_metadata, Mapping) else {}
     reaching = {field: claim_metadata.get(field) or {} for field in ("labels", "annotations")}
-    return f"{spec_key(dict(template))}|{json.dumps(reaching, sort_keys=True, default=str)}"
+    content = f"{spec_key(dict(template))}|{json.dumps(reaching, sort_keys=True, default=str)}"
+    return hashlib.sha256(content.encode()).hexdigest()
 
 
 def is_managed(obj: Mapping[str, Any]) -> bool:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import gc
 import logging
 import os
 import signal
@@ -100,6 +101,7 @@ class WatcherProcess:
             for number in (*master_signals, signal.SIGCHLD):
                 signal.signal(number, signal.SIG_DFL)
             self._after_fork()
+            gc.freeze()  # the master's objects: never scanned here, so their pages stay shared with it
             _name_process(PROCESS_NAME)
             log.info("watcher process %s: watching the cluster for the workers", os.getpid())
             self._body(self._path, master)

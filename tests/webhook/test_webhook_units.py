@@ -39,6 +39,7 @@ from dra_migrate.webhook.templates import (
     TemplateLimitError,
     TemplateRecord,
     candidate_names,
+    content_key,
 )
 from dra_migrate.webhook.watchcache import ClusterCopy
 
@@ -214,7 +215,8 @@ def test_deleted_or_replaced_template_is_never_trusted() -> None:
         }
         fake.delete("resourceclaimtemplates", "team-a", name)
         fake.add_template(replaced, "team-a")
-        wait_until(lambda: (record := templates.get("team-a", name)) is not None and "All" in record.content_key)
+        replaced_key = content_key(replaced)
+        wait_until(lambda: (record := templates.get("team-a", name)) is not None and record.content_key == replaced_key)
         # The replaced one is left alone and the pod gets a template of its own under the next name.
         ensured = ensurer.ensure([_template()], dry_run=False, budget=_budget())
         assert ensured.created == [f"{name}-2"] and ensured.renamed == {name: f"{name}-2"}
