@@ -51,6 +51,10 @@ from dra_migrate.webhook.review import Reviewer  # noqa: E402
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Any]
 CALLGRIND_RUNS = (100, 300)  # reviews in the two runs whose difference is counted
+# Under callgrind the process runs about this many times slower: a worker's reads of the copy's state,
+# at most one per sharedcopy.STATE_SECONDS of wall time, are spaced as much longer to stay as few
+# per review as when it runs at full speed.
+CALLGRIND_SLOWDOWN = 50
 # Idle time between two reviews, as at 1,000 and 300 reviews per second; and reviews timed at each.
 IDLE_GAPS = {"1,000/s": 0.001, "300/s": 0.0033}
 SPACED_REVIEWS = 1000
@@ -154,10 +158,14 @@ def cpu_figures(repeat: int) -> dict[str, float]:
     return {name: seconds * 1e6 for name, seconds in figures.items()}
 
 
-def _reviews_only(count: int) -> None:
-    """The child run under callgrind: `count` whole reviews after one warm-up review (copies in
-    memory, which every version of the webhook has)."""
-    app, stop = _app()
+def _reviews_only(count: int, shared: bool) -> None:
+    """The child run under callgrind: `count` whole reviews after one warm-up review, on copies in
+    the watcher's file (`shared`) or in memory (which every version of the webhook has)."""
+    if shared:
+        from dra_migrate.webhook import sharedcopy
+
+        sharedcopy.STATE_SECONDS *= CALLGRIND_SLOWDOWN
+    app, stop = _app(shared=shared)
     try:
         body = gpu_pod_review()
         _call(app, "/mutate", body)
@@ -167,7 +175,7 @@ def _reviews_only(count: int) -> None:
         stop()
 
 
-def _instructions(count: int, valgrind: str) -> int:
+def _instructions(count: int, valgrind: str, shared: bool) -> int:
     result = subprocess.run(
         [
             valgrind,
@@ -177,6 +185,7 @@ def _instructions(count: int, valgrind: str) -> int:
             str(Path(__file__).resolve()),
             "--reviews-only",
             str(count),
+            *(["--shared"] if shared else []),
         ],
         capture_output=True,
         text=True,
@@ -189,12 +198,12 @@ def _instructions(count: int, valgrind: str) -> int:
     return int(found.group(1))
 
 
-def instructions_per_review() -> float:
+def instructions_per_review(shared: bool = False) -> float:
     valgrind = shutil.which("valgrind")
     if valgrind is None:
         raise SystemExit("--callgrind needs valgrind on PATH (Debian: apt install valgrind)")
     few, many = CALLGRIND_RUNS
-    return (_instructions(many, valgrind) - _instructions(few, valgrind)) / (many - few)
+    return (_instructions(many, valgrind, shared) - _instructions(few, valgrind, shared)) / (many - few)
 
 
 def main() -> None:
@@ -202,14 +211,16 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5000, help="calls per timed round (default 5000)")
     parser.add_argument("--callgrind", action="store_true", help="also count instructions per review")
     parser.add_argument("--reviews-only", type=int, metavar="N", help=argparse.SUPPRESS)
+    parser.add_argument("--shared", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.reviews_only is not None:
-        _reviews_only(args.reviews_only)
+        _reviews_only(args.reviews_only, args.shared)
         return
     for name, micros in cpu_figures(args.repeat).items():
         print(f"{name:32} {micros:8.1f} us")
     if args.callgrind:
-        print(f"{'instructions per review':32} {instructions_per_review() / 1e6:8.2f} million")
+        print(f"{'instructions per review':32} {instructions_per_review(shared=True) / 1e6:8.2f} million")
+        print(f"{'  copies in memory instead':32} {instructions_per_review() / 1e6:8.2f} million")
 
 
 if __name__ == "__main__":

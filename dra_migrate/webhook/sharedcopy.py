@@ -38,8 +38,10 @@ FILE_NAME = "cluster-copy.sqlite3"  # in the serve's private directory (not *.db
 # A reader waits this long at most for a lock (only while the file is created or its WAL recovered).
 BUSY_TIMEOUT_MS = 50
 # A worker reads a copy's state at most this often: a review asks for it several times, and 50 ms
-# is nothing next to the 15 s a silent copy stays trusted.
+# is nothing next to the 15 s a silent copy stays trusted. What it read from the copy is kept until
+# the state shows a new generation (at most MEMO_ENTRIES lookups).
 STATE_SECONDS = 0.05
+MEMO_ENTRIES = 4096
 READER_CACHE_KIB = 512  # each worker's page cache; the pages themselves are read through mmap
 MMAP_BYTES = 256 * 1024 * 1024
 # The write-ahead log is cut back to this after each checkpoint: the file lives in the pod's
@@ -213,10 +215,27 @@ class SharedCopy(Generic[T]):
         self._observed: dict[tuple[str, str], tuple[int, T]] = {}
         self._observed_generation = 0
         self._state_read: tuple[float, CopyState | None] = (float("-inf"), None)
+        # (namespace, name) or (namespace, None) for items -> what the file held, at _memo_generation
+        self._memo: dict[tuple[str | None, str | None], Any] = {}
+        self._memo_generation = -1
 
     @property
     def resource(self) -> ApiResource:
         return self._resource
+
+    def _remembered(self, key: tuple[str | None, str | None], read: Callable[[], Any]) -> Any:
+        """What `read` returns from the file, remembered while the copy's generation stays the same."""
+        state = self._state()
+        generation = -1 if state is None else state.generation
+        if generation != self._memo_generation or len(self._memo) >= MEMO_ENTRIES:
+            self._memo.clear()
+            self._memo_generation = generation
+        if key not in self._memo:
+            value = read()
+            if generation < 0:
+                return value  # no state to tell when it changes: never remembered
+            self._memo[key] = value
+        return self._memo[key]
 
     def _state(self) -> CopyState | None:
         now = time.monotonic()
@@ -270,25 +289,32 @@ class SharedCopy(Generic[T]):
         return True
 
     def get(self, namespace: str | None, name: str) -> T | None:
-        try:
-            row = _row(self._db, self._resource.plural, namespace or "", name)
-        except sqlite3.Error:
-            row = None
-        if row is not None:
-            return decode(row[0])  # type: ignore[no-any-return]
+        stored = self._remembered((namespace or "", name), lambda: self._stored_value(namespace or "", name))
+        if stored is not _ABSENT:
+            return stored  # type: ignore[no-any-return]
         observed = self._current_observed().get((namespace or "", name))
         return None if observed is None else observed[1]
 
-    def items(self, namespace: str | None = None) -> list[T]:
+    def _stored_value(self, namespace: str, name: str) -> Any:
         try:
-            found: list[T] = _items(self._db, self._resource.plural, namespace)
+            row = _row(self._db, self._resource.plural, namespace, name)
         except sqlite3.Error:
-            found = []
+            return _ABSENT
+        return _ABSENT if row is None else decode(row[0])
+
+    def items(self, namespace: str | None = None) -> list[T]:
+        found: list[T] = list(self._remembered((namespace, None), lambda: self._stored_items(namespace)))
         return found + [
             value
             for (observed_namespace, name), (_, value) in self._current_observed().items()
             if namespace in (None, observed_namespace) and not self._stored(observed_namespace, name)
         ]
+
+    def _stored_items(self, namespace: str | None) -> list[T]:
+        try:
+            return _items(self._db, self._resource.plural, namespace)
+        except sqlite3.Error:
+            return []
 
     def observe(self, obj: Mapping[str, Any]) -> None:
         """Take in an object this worker just wrote, unless the watcher has applied its version (or a
@@ -315,6 +341,9 @@ class SharedCopy(Generic[T]):
                 if version <= seen:
                     del self._observed[key]
         return self._observed
+
+
+_ABSENT = object()  # no such object in the file (a kept form may itself be None)
 
 
 def reader(path: Path) -> sqlite3.Connection:
