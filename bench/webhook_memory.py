@@ -164,7 +164,8 @@ def copy_file_kib(pid: int) -> int:
 
 
 def measure(work: Path, count: int, workers: int, reviews: int) -> tuple[int, int, float]:
-    """(total RSS KiB, largest worker RSS KiB, seconds to start and sync) with `count` foreign templates."""
+    """(total RSS KiB, largest RSS of a process but the master KiB, seconds to start and sync) with
+    `count` foreign templates."""
     fake = FakeKube()
     fake.add_namespace("ml")
     fake.fill(TEMPLATES, [foreign_template(number) for number in range(count)])
@@ -310,7 +311,7 @@ def main() -> int:
             return 0
         print(f"workers: {args.workers}; reviews per run: {args.reviews}")
         print(
-            f"{'foreign templates':>18} {'total RSS MiB':>14} {'ratio':>6} {'largest worker MiB':>19} {'ratio':>6} "
+            f"{'foreign templates':>18} {'total RSS MiB':>14} {'ratio':>6} {'largest child MiB':>19} {'ratio':>6} "
             f"{'ready s':>8}"
         )
         base: tuple[int, int] | None = None
