@@ -135,7 +135,9 @@ def run_server(args: argparse.Namespace) -> int:
     for key in settings.get(WEBHOOK_SECTION).deprecated:
         logging.getLogger("dra_migrate.webhook").warning("webhook.%s is deprecated: %s", key, DEPRECATED[key])
     # Must be set before prometheus_client is imported (it picks its value class then).
-    metrics_dir = tempfile.mkdtemp(prefix="dra-migrate-metrics-")
+    _remove_abandoned_directories(Path(tempfile.gettempdir()))
+    metrics_dir = tempfile.mkdtemp(prefix=PRIVATE_DIRECTORY_PREFIX)
+    (Path(metrics_dir) / MASTER_PID_FILE).write_text(str(os.getpid()))
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
     master = os.getpid()  # gunicorn forks the workers inside run(): they leave through here too
     try:
@@ -156,6 +158,38 @@ def run_server(args: argparse.Namespace) -> int:
     finally:
         if os.getpid() == master:  # a worker that exits must not take its siblings' metrics along
             shutil.rmtree(metrics_dir, ignore_errors=True)
+
+
+# serve's private directory (its processes' metrics, the watcher's copy of the cluster), and the file
+# in it naming the master that made it.
+PRIVATE_DIRECTORY_PREFIX = "dra-migrate-metrics-"
+MASTER_PID_FILE = "master.pid"
+
+
+def _remove_abandoned_directories(parent: Path) -> None:
+    """The private directories of earlier runs whose master is gone without removing its own (killed,
+    out of memory): the pod's /tmp is an emptyDir, which outlives the container's restarts, and each
+    would hold its copy of the cluster there. A directory that names this process's own pid is a
+    former holder's too (a restarted container numbers its processes from 1 again)."""
+    import shutil
+
+    for directory in parent.glob(f"{PRIVATE_DIRECTORY_PREFIX}*"):
+        try:
+            pid = int((directory / MASTER_PID_FILE).read_text())
+        except (OSError, ValueError):
+            continue  # not one this version made, or being made
+        if pid == os.getpid() or not _process_exists(pid):
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's
+    return True
 
 
 def _prepare(args: argparse.Namespace) -> int | tuple[Settings, Configuration]:

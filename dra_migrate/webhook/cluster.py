@@ -93,11 +93,6 @@ def target_from_version(answer: Mapping[str, Any]) -> Target:
 class CopySource(Protocol):
     """Makes the copy of one resource: kept by `keep`, of the objects `label_selector` selects."""
 
-    @property
-    def watching(self) -> bool:
-        """Whether this process lists and watches (and so reports how current its copies are)."""
-        ...
-
     def __call__(
         self, resource: ApiResource, keep: Callable[[Mapping[str, Any]], Any], label_selector: str
     ) -> ClusterCopy[Any]: ...
@@ -105,8 +100,6 @@ class CopySource(Protocol):
 
 class WatchedCopies:
     """Copies listed and watched by this process, kept in its memory or in `storage_for(resource)`."""
-
-    watching = True
 
     def __init__(
         self,
@@ -189,8 +182,9 @@ class ClusterWatch:
             self._watch_versioned(self._configured)
         else:
             threading.Thread(target=self._find_target, name="cluster-version", daemon=True).start()
-        if self._copies.watching:
-            threading.Thread(target=self._report_staleness, name="watch-staleness", daemon=True).start()
+        # Also where the copies are only read: a worker distrusts a watcher that hung, which the
+        # watcher itself cannot report.
+        threading.Thread(target=self._report_staleness, name="watch-staleness", daemon=True).start()
         if self._collector is not None:
             self._collector.start()
         return self.caches

@@ -100,14 +100,14 @@ WATCH_EVENTS = Counter(
 WATCH_STALE = Gauge(
     "dra_migrate_webhook_watch_stale",
     "1 while a watched copy of the cluster is not trusted (not listed yet, or its watch silent for over 15 s): "
-    "the answers read the API directly. Reported by the watcher process (the largest of the live processes).",
+    "the answers read the API directly. The largest of the live processes (the watcher and the workers).",
     ["resource"],
     multiprocess_mode="livemax",
 )
 WATCH_SILENCE = Gauge(
     "dra_migrate_webhook_watch_silence_seconds",
     "Seconds since the watch of a copy of the cluster last heard from the API (event, bookmark, end of a "
-    "watch, list). Reported by the watcher process (the largest of the live processes).",
+    "watch, list). The largest of the live processes (the watcher and the workers).",
     ["resource"],
     multiprocess_mode="livemax",
 )

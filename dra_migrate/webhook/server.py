@@ -35,6 +35,8 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import logging
+import sqlite3
 import ssl
 import sys
 from collections.abc import Callable
@@ -59,6 +61,8 @@ from dra_migrate.webhook.review import Reviewer
 from dra_migrate.webhook.tlshook import GunicornSSLContextHook, gunicorn_ssl_context_hook
 from dra_migrate.webhook.watcher import WatcherProcess, watch_into
 from dra_migrate.webhook.worker import deferred_handshake_setting
+
+log = logging.getLogger(__name__)
 
 # Longer than kube-apiserver's 90 s idle timeout for webhook connections (see above).
 KEEPALIVE_SECONDS = 120
@@ -161,6 +165,19 @@ def build_app(
     return app
 
 
+def _shared_copy_file() -> Path | None:
+    """A new copy file in serve's private directory; without one (or where it cannot be made), each
+    worker watches the cluster itself."""
+    directory = lock_directory()
+    if directory is None:
+        return None
+    try:
+        return sharedcopy.create(directory)
+    except (OSError, sqlite3.Error) as exc:
+        log.warning("cannot create the cluster copy's file in %s (%s): each worker watches the cluster", directory, exc)
+        return None
+
+
 class WatchingArbiter(Arbiter):  # type: ignore[misc]  # gunicorn ships no type hints
     """gunicorn's master, which also keeps the watcher process running (before the workers start,
     and whenever it looks after them) and stops it after them."""
@@ -183,8 +200,7 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no
         self._options = options
         self._settings = settings
         self._kube = kube
-        directory = lock_directory()  # serve's private directory; without one, each worker watches
-        self._shared_copy = None if directory is None else sharedcopy.create(directory)
+        self._shared_copy = _shared_copy_file()
         self._tls = gunicorn_ssl_context_hook(
             options.cert,
             options.key,

@@ -20,12 +20,13 @@ The file is a cache: it is created empty when `serve` starts, and never read by 
 from __future__ import annotations
 
 import io
+import logging
 import pickle
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -33,6 +34,7 @@ from dra_migrate.webhook.resource_api import WATCH_SILENCE_SECONDS, ApiResource
 from dra_migrate.webhook.watchcache import CopyState, object_key
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 FILE_NAME = "cluster-copy.sqlite3"  # in the serve's private directory (not *.db: that is metrics')
 # A reader waits this long at most for a lock (only while the file is created or its WAL recovered).
@@ -108,12 +110,16 @@ def create(directory: Path) -> Path:
 
 
 def distrust_all(path: Path) -> None:
-    """Mark every copy not synced (a watcher died: what it wrote last may be missing changes)."""
-    connection = _connect(path)
+    """Mark every copy not synced (a watcher died: what it wrote last may be missing changes). Where
+    the file cannot be written, the readers still distrust it 15 s after its last sign of life."""
     try:
-        connection.execute("UPDATE copies SET synced = 0")
-    finally:
-        connection.close()
+        connection = _connect(path)
+        try:
+            connection.execute("UPDATE copies SET synced = 0")
+        finally:
+            connection.close()
+    except sqlite3.Error as exc:
+        log.warning("cannot mark the cluster copy not current (%s): the workers distrust it within 15 s", exc)
 
 
 class StoredCopy(Generic[T]):
@@ -125,10 +131,11 @@ class StoredCopy(Generic[T]):
         self._lock = lock  # the connection's: the copies of one watcher share it
         self._plural = resource.plural
         self._api_version = resource.api_version
-        # Generations go on from the last watcher's: a reader that derived something from generation
-        # N must never see a different copy under the same number after a restart.
-        row = connection.execute("SELECT generation FROM copies WHERE plural = ?", (self._plural,)).fetchone()
-        self._generation_base = 0 if row is None else int(row[0]) + 1
+        # Generations start from the clock in microseconds: a reader that derived something from
+        # generation N must never see a different copy under the same number after a restart (the
+        # master starts a watcher at most once a second; a copy changes far fewer than a million
+        # times a second).
+        self._generation_base = time.time_ns() // 1000
 
     def replace(self, fresh: dict[str, dict[str, T]], state: CopyState) -> None:
         rows = [
@@ -173,10 +180,14 @@ class StoredCopy(Generic[T]):
                         state.seen_version,
                     ),
                 )
+                self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                # Never left inside a transaction (every later write would fail); the caller's watch
+                # lists again after a pause.
+                with suppress(sqlite3.Error):
+                    if self._db.in_transaction:
+                        self._db.execute("ROLLBACK")
                 raise
-            self._db.execute("COMMIT")
 
     def contains(self, namespace: str, name: str) -> bool:
         with self._lock:
@@ -231,7 +242,13 @@ class SharedCopy(Generic[T]):
             self._memo.clear()
             self._memo_generation = generation
         if key not in self._memo:
-            value = read()
+            try:
+                value = read()
+            except (sqlite3.Error, pickle.UnpicklingError) as exc:
+                # Not remembered, and the copy not trusted until its state reads again.
+                log.warning("%s: cannot read the cluster copy: %s", self._resource.plural, exc)
+                self._state_read = (time.monotonic(), None)
+                return _FAILED
             if generation < 0:
                 return value  # no state to tell when it changes: never remembered
             self._memo[key] = value
@@ -290,31 +307,25 @@ class SharedCopy(Generic[T]):
 
     def get(self, namespace: str | None, name: str) -> T | None:
         stored = self._remembered((namespace or "", name), lambda: self._stored_value(namespace or "", name))
+        if stored is _FAILED:
+            return None
         if stored is not _ABSENT:
             return stored  # type: ignore[no-any-return]
         observed = self._current_observed().get((namespace or "", name))
         return None if observed is None else observed[1]
 
     def _stored_value(self, namespace: str, name: str) -> Any:
-        try:
-            row = _row(self._db, self._resource.plural, namespace, name)
-        except sqlite3.Error:
-            return _ABSENT
+        row = _row(self._db, self._resource.plural, namespace, name)
         return _ABSENT if row is None else decode(row[0])
 
     def items(self, namespace: str | None = None) -> list[T]:
-        found: list[T] = list(self._remembered((namespace, None), lambda: self._stored_items(namespace)))
+        stored = self._remembered((namespace, None), lambda: _items(self._db, self._resource.plural, namespace))
+        found: list[T] = [] if stored is _FAILED else list(stored)
         return found + [
             value
             for (observed_namespace, name), (_, value) in self._current_observed().items()
             if namespace in (None, observed_namespace) and not self._stored(observed_namespace, name)
         ]
-
-    def _stored_items(self, namespace: str | None) -> list[T]:
-        try:
-            return _items(self._db, self._resource.plural, namespace)
-        except sqlite3.Error:
-            return []
 
     def observe(self, obj: Mapping[str, Any]) -> None:
         """Take in an object this worker just wrote, unless the watcher has applied its version (or a
@@ -344,6 +355,7 @@ class SharedCopy(Generic[T]):
 
 
 _ABSENT = object()  # no such object in the file (a kept form may itself be None)
+_FAILED = object()  # the file could not be read
 
 
 def reader(path: Path) -> sqlite3.Connection:
@@ -367,8 +379,6 @@ def _items(db: sqlite3.Connection, plural: str, namespace: str | None) -> list[A
 
 class SharedCopies:
     """A worker's CopySource (webhook/cluster.py): views of the copies in the file at `path`."""
-
-    watching = False  # the watcher process reports how current the copies are
 
     def __init__(self, path: Path) -> None:
         self._path = path

@@ -252,7 +252,10 @@ class WatchCache(Generic[T]):
     def _not_synced(self) -> None:
         self._synced.clear()
         with self._lock:
-            self._storage.publish(self._state())
+            try:
+                self._storage.publish(self._state())
+            except Exception:  # its readers judge the copy by its last sign of life then (15 s)
+                log.exception("%s: cannot mark the copy not synced", self._resource.plural)
 
     def _saw(self, version: str) -> None:
         if version.isdigit():

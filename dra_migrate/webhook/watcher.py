@@ -90,7 +90,11 @@ class WatcherProcess:
             return
         self._started = time.monotonic()
         master = os.getpid()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError as exc:  # out of processes or memory for now: the master tries again later
+            log.warning("cannot start the watcher process: %s", exc)
+            return
         if pid:
             self._pid = pid
             return
@@ -98,7 +102,9 @@ class WatcherProcess:
         try:  # the child: never returns into the master's code
             for listener in listeners:  # the workers' sockets: connections must not queue in a copy
                 listener.close()
-            for number in (*master_signals, signal.SIGCHLD):
+            for number in master_signals:  # the master's: HUP, TTIN, TTOU, USR1, ... mean nothing here
+                signal.signal(number, signal.SIG_IGN)
+            for number in (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT, signal.SIGCHLD):
                 signal.signal(number, signal.SIG_DFL)
             self._after_fork()
             gc.freeze()  # the master's objects: never scanned here, so their pages stay shared with it

@@ -79,3 +79,22 @@ def test_dra_migrate_entry_point_help() -> None:
     assert done.returncode == 0
     for flag in ("--config", "--cert", "--key", "--port", "--kubeconfig", "--noop-route"):
         assert flag in done.stdout
+
+
+def test_serve_removes_the_private_directories_their_killed_masters_left(tmp_path: Path) -> None:
+    """The pod's /tmp outlives the container's restarts: a master killed before its cleanup leaves its
+    directory (metrics, the copy of the cluster), which the next `serve` removes, and only those."""
+    from dra_migrate.webhook import cli
+
+    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    directories = {}
+    for label, pid in (("dead", finished.stdout.strip()), ("mine", str(os.getpid())), ("live", str(os.getppid()))):
+        directory = tmp_path / f"{cli.PRIVATE_DIRECTORY_PREFIX}{label}"
+        directory.mkdir()
+        (directory / cli.MASTER_PID_FILE).write_text(pid)
+        directories[label] = directory
+    unmarked = tmp_path / f"{cli.PRIVATE_DIRECTORY_PREFIX}unmarked"
+    unmarked.mkdir()
+    cli._remove_abandoned_directories(tmp_path)
+    assert not directories["dead"].exists() and not directories["mine"].exists()
+    assert directories["live"].exists() and unmarked.exists()

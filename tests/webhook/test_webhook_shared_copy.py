@@ -13,6 +13,7 @@ import os
 import pickle
 import re
 import signal
+import sqlite3
 import time
 from pathlib import Path
 from typing import Any
@@ -161,11 +162,99 @@ def test_only_the_copies_records_are_ever_built_from_the_file() -> None:
         sharedcopy.decode(pickle.dumps(os.system))
 
 
+def test_a_failed_read_is_neither_remembered_nor_trusted(copy_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    record = TemplateRecord("uid-1", "key")
+    watcher = sharedcopy.writer(copy_file)(TEMPLATES)
+    watcher.replace({"team-a": {"gpu-1": record}}, CopyState(True, time.monotonic(), 1, 5))
+    view = sharedcopy.SharedCopies(copy_file)(TEMPLATES, template_record, MANAGED_SELECTOR)
+    monkeypatch.setattr(sharedcopy, "STATE_SECONDS", 60.0)  # the state read now is kept a minute
+    assert view.synced
+    readable = sharedcopy._items
+
+    def broken(*args: Any) -> list[Any]:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(sharedcopy, "_items", broken)
+    assert view.items("team-a") == []
+    assert not view.synced  # not trusted, though the state read before said synced
+    monkeypatch.setattr(sharedcopy, "_items", readable)
+    monkeypatch.setattr(sharedcopy, "STATE_SECONDS", 0.0)
+    assert view.synced
+    assert view.items("team-a") == [record]  # read again: the failure was not remembered
+
+
+class _FullDisk:
+    """A copy's storage on a file that cannot be written for the first `failures` writes."""
+
+    def __init__(self, inner: Any, failures: int) -> None:
+        self._inner = inner
+        self.failures = failures
+
+    def _write(self, write: Any, *args: Any) -> None:
+        if self.failures > 0:
+            self.failures -= 1
+            raise sqlite3.OperationalError("database or disk is full")
+        write(*args)
+
+    def replace(self, *args: Any) -> None:
+        self._write(self._inner.replace, *args)
+
+    def put(self, *args: Any) -> None:
+        self._write(self._inner.put, *args)
+
+    def delete(self, *args: Any) -> None:
+        self._write(self._inner.delete, *args)
+
+    def publish(self, *args: Any) -> None:
+        self._write(self._inner.publish, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def test_a_watch_goes_on_when_its_file_cannot_be_written_for_a_while(copy_file: Path) -> None:
+    fake = FakeKube()
+    fake.add_namespace("team-a")
+    storage = _FullDisk(sharedcopy.writer(copy_file)(NAMESPACES), failures=2)  # the list's, then the mark's
+    cache: WatchCache[Any] = WatchCache(fake, NAMESPACES, namespace_labels, timeout=5, storage=storage)
+    cache.start()
+    try:
+        assert cache.wait_synced(10), "the watch ended with its first failed write"
+        assert storage.failures == 0
+        view = sharedcopy.SharedCopies(copy_file)(NAMESPACES, namespace_labels, "")
+        assert view.synced and view.get(None, "team-a") is not None
+    finally:
+        cache.stop()
+
+
+def test_a_failed_write_leaves_no_transaction_open(copy_file: Path) -> None:
+    copy = sharedcopy.writer(copy_file)(TEMPLATES)
+    other = sqlite3.connect(copy_file)
+    other.execute("ALTER TABLE copies RENAME TO hidden")  # the state cannot be written
+    other.commit()
+    with pytest.raises(sqlite3.Error):
+        copy.put("team-a", "gpu-1", TemplateRecord("uid-1", "key"), CopyState(True, time.monotonic(), 1, 1))
+    other.execute("ALTER TABLE hidden RENAME TO copies")
+    other.commit()
+    other.close()
+    copy.put("team-a", "gpu-2", TemplateRecord("uid-2", "key"), CopyState(True, time.monotonic(), 2, 2))
+    view = sharedcopy.SharedCopies(copy_file)(TEMPLATES, template_record, MANAGED_SELECTOR)
+    assert view.get("team-a", "gpu-1") is None  # rolled back with the state it came with
+    assert view.get("team-a", "gpu-2") == TemplateRecord("uid-2", "key")
+
+
 # --- a real server ---
 
 
 def _watcher_pids(server: ServerProcess) -> list[int]:
     return [int(pid) for pid in re.findall(r"watcher process (\d+): watching", server.log())]
+
+
+def _stale(server: ServerProcess, resource: str) -> float | None:
+    for line in server.session.get(f"{server.url}/metrics", timeout=10).text.splitlines():
+        if line.startswith(f'dra_migrate_webhook_watch_stale{{resource="{resource}"}}'):
+            return float(line.rsplit(" ", 1)[1])
+    return None
 
 
 def _lists(fake: FakeKube, plural: str) -> int:
@@ -249,5 +338,7 @@ def test_a_hung_watcher_is_distrusted_within_the_bound(
         wait_for(refused, timeout=WATCH_SILENCE_SECONDS + 15, interval=0.5, what="the quota's refusal")
         # The watch's last sign of life may be up to 10 s (a watch's length) older than the stop.
         assert time.monotonic() - stopped <= WATCH_SILENCE_SECONDS + 5
+        # The workers report what the stopped watcher cannot.
+        wait_until(lambda: _stale(server, "resourcequotas") == 1.0, timeout=5, what="the copy reported stale")
     finally:
         os.kill(watcher, signal.SIGCONT)
