@@ -328,6 +328,15 @@ def webhook_sees_usage(kube: Kube, namespace: str) -> bool:
     return False
 
 
+def webhook_admits(kube: Kube, namespace: str) -> bool:
+    """A dry run of a pod is admitted: the webhook's watched copy has the quota's new key."""
+    try:
+        kube.create(gpu_pod("probe-key"), namespace, dry_run="All")
+    except ApiException:
+        return False
+    return True
+
+
 def _used(kube: Kube, namespace: str) -> dict[str, str]:
     quota = kube.get("v1", "ResourceQuota", "gpu-quota", namespace) or {}
     return dict((quota.get("status") or {}).get("used") or {})
@@ -372,6 +381,8 @@ def test_quota_gap_is_refused_by_default_and_closed_by_the_class_key(kube: Kube,
         namespace,
     )
     wait_for(lambda: DEVICES_KEY in (_used(kube, namespace) or {}) or None, what="the quota to count the key")
+    # The webhook's copy follows the quota's watch: milliseconds behind the API, not zero.
+    wait_for(lambda: webhook_admits(kube, namespace), what="the webhook's copy of the quota to show the key")
     first = kube.create(gpu_pod("gpu-1"), namespace)
     wait_for(lambda: claims_owned_by(kube, namespace, first), what="the first pod's claim")
     wait_for(lambda: _used(kube, namespace).get(DEVICES_KEY) == "1", what="the quota to charge the first claim")

@@ -293,7 +293,8 @@ def test_one_list_and_one_watch_per_resource_whatever_the_workers(
     assert fake.calls_to("POST", "resourceclaimtemplates") == 1  # created once, then found in the copy
     assert len(_watcher_pids(server)) == 1
     assert len(watcher_pids(server)) == 1
-    assert len(worker_pids(server)) == workers
+    # gunicorn starts the workers one after another; the server is ready with the first
+    wait_until(lambda: len(worker_pids(server)) == workers, what=f"{workers} workers")
 
 
 def test_a_watcher_that_dies_is_replaced_and_none_outlives_the_server(
