@@ -145,10 +145,15 @@ class ClusterWatch:
         on_event: Callable[[str, str], None] = lambda resource, kind: None,
         on_staleness: Callable[[str, float, bool], None] = lambda resource, silence, stale: None,
         collect_unused_after: float | None = None,
+        storage_for: Callable[[ApiResource], Storage[Any]] | None = None,
         copies: CopySource | None = None,
     ) -> None:
+        """The copies are listed and watched here, kept in memory or in `storage_for(resource)`,
+        unless `copies` makes them otherwise (a worker's views of the watcher's file)."""
         self._api = api
-        self._copies = copies or WatchedCopies(api, timeout=timeout, on_api_error=on_api_error, on_event=on_event)
+        self._copies = copies or WatchedCopies(
+            api, timeout=timeout, on_api_error=on_api_error, on_event=on_event, storage_for=storage_for
+        )
         self._on_staleness = on_staleness
         self._configured = configured
         self._detect = detect_target

@@ -26,7 +26,7 @@ from typing import Any
 
 from dra_migrate.configfile import Settings
 from dra_migrate.webhook import metrics, sharedcopy
-from dra_migrate.webhook.cluster import ClusterWatch, WatchedCopies
+from dra_migrate.webhook.cluster import ClusterWatch
 from dra_migrate.webhook.policy import WEBHOOK_SECTION
 
 log = logging.getLogger(__name__)
@@ -50,14 +50,9 @@ def watch_into(path: Path, settings: Settings, kube: Any, parent: int) -> None:
         detect_target=not settings.target_given,
         timeout=policy.api_timeout_seconds,
         on_api_error=metrics.api_error,
+        on_event=metrics.watch_event,
         on_staleness=metrics.watch_staleness,
-        copies=WatchedCopies(
-            api,
-            timeout=policy.api_timeout_seconds,
-            on_api_error=metrics.api_error,
-            on_event=metrics.watch_event,
-            storage_for=sharedcopy.writer(path),
-        ),
+        storage_for=sharedcopy.writer(path),
     ).start()
     while os.getppid() == parent:
         time.sleep(PARENT_CHECK_SECONDS)

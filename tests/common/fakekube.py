@@ -386,7 +386,7 @@ def shared_watch(api: FakeKube, directory: Path, timeout: float = 5.0) -> tuple[
     in `directory`, current, as the worker's views of that file; and the watcher's stop."""
     from dra_migrate.engine import Target
     from dra_migrate.webhook import sharedcopy
-    from dra_migrate.webhook.cluster import ClusterWatch, WatchedCopies
+    from dra_migrate.webhook.cluster import ClusterWatch
 
     path = sharedcopy.create(directory)
     target = Target.parse("1.34")
@@ -395,7 +395,7 @@ def shared_watch(api: FakeKube, directory: Path, timeout: float = 5.0) -> tuple[
         target,
         detect_target=False,
         timeout=1.0,
-        copies=WatchedCopies(api, timeout=1.0, storage_for=sharedcopy.writer(path)),
+        storage_for=sharedcopy.writer(path),
     ).start()
     views = ClusterWatch(api, target, detect_target=False, timeout=1.0, copies=sharedcopy.SharedCopies(path)).start()
     for cache in (views.templates, views.namespaces, views.quotas, views.device_classes):

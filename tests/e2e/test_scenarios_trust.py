@@ -319,22 +319,18 @@ def _gpu_quota(kube: Kube, namespace: str, hard: Mapping[str, str]) -> None:
     create_quota(kube, namespace, "gpu-quota", hard)
 
 
-def webhook_sees_usage(kube: Kube, namespace: str) -> bool:
-    """A dry run of a pod over the quota is refused: the webhook's watched copy has the quota's usage."""
+def dry_run_admitted(kube: Kube, namespace: str, name: str) -> bool:
+    """Whether a dry run of a GPU pod is admitted: what the webhook's watched copy of the quota says."""
     try:
-        kube.create(gpu_pod("probe-usage"), namespace, dry_run="All")
-    except ApiException:
-        return True
-    return False
-
-
-def webhook_admits(kube: Kube, namespace: str) -> bool:
-    """A dry run of a pod is admitted: the webhook's watched copy has the quota's new key."""
-    try:
-        kube.create(gpu_pod("probe-key"), namespace, dry_run="All")
+        kube.create(gpu_pod(name), namespace, dry_run="All")
     except ApiException:
         return False
     return True
+
+
+def webhook_sees_usage(kube: Kube, namespace: str) -> bool:
+    """A dry run of a pod over the quota is refused: the webhook's watched copy has the quota's usage."""
+    return not dry_run_admitted(kube, namespace, "probe-usage")
 
 
 def _used(kube: Kube, namespace: str) -> dict[str, str]:
@@ -382,7 +378,9 @@ def test_quota_gap_is_refused_by_default_and_closed_by_the_class_key(kube: Kube,
     )
     wait_for(lambda: DEVICES_KEY in (_used(kube, namespace) or {}) or None, what="the quota to count the key")
     # The webhook's copy follows the quota's watch: milliseconds behind the API, not zero.
-    wait_for(lambda: webhook_admits(kube, namespace), what="the webhook's copy of the quota to show the key")
+    wait_for(
+        lambda: dry_run_admitted(kube, namespace, "probe-key"), what="the webhook's copy of the quota to show the key"
+    )
     first = kube.create(gpu_pod("gpu-1"), namespace)
     wait_for(lambda: claims_owned_by(kube, namespace, first), what="the first pod's claim")
     wait_for(lambda: _used(kube, namespace).get(DEVICES_KEY) == "1", what="the quota to charge the first claim")

@@ -23,7 +23,7 @@ from admission import make_review
 from fakekube import FakeKube, FakeKubeServer
 from pods import gpu_pod
 from polling import wait_for, wait_until
-from webhook_support import ServerProcess, StartServer, decoded_patch, watcher_pids, watching, worker_pids
+from webhook_support import ServerProcess, StartServer, decoded_patch, watch_stale, watcher_pids, watching, worker_pids
 
 from dra_migrate.webhook import sharedcopy
 from dra_migrate.webhook.namespaces import namespace_labels
@@ -250,13 +250,6 @@ def _watcher_pids(server: ServerProcess) -> list[int]:
     return [int(pid) for pid in re.findall(r"watcher process (\d+): watching", server.log())]
 
 
-def _stale(server: ServerProcess, resource: str) -> float | None:
-    for line in server.session.get(f"{server.url}/metrics", timeout=10).text.splitlines():
-        if line.startswith(f'dra_migrate_webhook_watch_stale{{resource="{resource}"}}'):
-            return float(line.rsplit(" ", 1)[1])
-    return None
-
-
 def _lists(fake: FakeKube, plural: str) -> int:
     """The lists of `plural` in all namespaces (a copy's; reviews read one namespace)."""
     return sum(
@@ -340,6 +333,6 @@ def test_a_hung_watcher_is_distrusted_within_the_bound(
         # The watch's last sign of life may be up to 10 s (a watch's length) older than the stop.
         assert time.monotonic() - stopped <= WATCH_SILENCE_SECONDS + 5
         # The workers report what the stopped watcher cannot.
-        wait_until(lambda: _stale(server, "resourcequotas") == 1.0, timeout=5, what="the copy reported stale")
+        wait_until(lambda: watch_stale(server, "resourcequotas") == 1.0, timeout=5, what="the copy reported stale")
     finally:
         os.kill(watcher, signal.SIGCONT)

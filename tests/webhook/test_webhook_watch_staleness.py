@@ -22,7 +22,7 @@ from fakekube import FakeKubeServer, write_kubeconfig
 from pods import gpu_pod
 from polling import wait_for, wait_until
 from stalling_proxy import StallingProxy
-from webhook_support import ServerProcess, StartServer, decoded_patch, watching
+from webhook_support import ServerProcess, StartServer, decoded_patch, watch_stale, watching
 
 from dra_migrate.webhook.resource_api import WATCH_SILENCE_SECONDS
 
@@ -43,19 +43,12 @@ def _review(server: ServerProcess) -> dict[str, Any]:
     return server.review(make_review(gpu_pod(), namespace="team-a", dry_run=True))
 
 
-def _stale(server: ServerProcess, resource: str) -> float | None:
-    for line in server.session.get(f"{server.url}/metrics", timeout=10).text.splitlines():
-        if line.startswith(f'dra_migrate_webhook_watch_stale{{resource="{resource}"}}'):
-            return float(line.rsplit(" ", 1)[1])
-    return None
-
-
 def _started(start_server: StartServer, fake_kube: FakeKubeServer, proxy: StallingProxy, tmp: Path) -> ServerProcess:
     kubeconfig = write_kubeconfig(tmp / "proxied", f"http://127.0.0.1:{proxy.port}")
     server = start_server(kubeconfig=kubeconfig, workers=1)
     watching(fake_kube.fake, "resourcequotas", "namespaces", "resourceclaimtemplates")
     fake_kube.fake.add_namespace("team-a")
-    wait_until(lambda: _stale(server, "resourcequotas") == 0.0, what="the quota copy reported current")
+    wait_until(lambda: watch_stale(server, "resourcequotas") == 0.0, what="the quota copy reported current")
     assert decoded_patch(_review(server))
     return server
 
@@ -86,7 +79,7 @@ def test_a_silent_api_is_not_trusted_and_shows_in_the_metrics(
     proxy.stall(new_too=True)
     stalled = time.monotonic()
     wait_for(
-        lambda: _stale(server, "resourcequotas") == 1.0,
+        lambda: watch_stale(server, "resourcequotas") == 1.0,
         timeout=WATCH_SILENCE_SECONDS + SLACK_S + 10,
         interval=0.5,
         what="the quota copy reported stale",

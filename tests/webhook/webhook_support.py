@@ -180,6 +180,14 @@ def watcher_pids(server: ServerProcess) -> list[int]:
     return [pid for pid in _children(server) if _named(pid) == WATCHER_NAME]
 
 
+def watch_stale(server: ServerProcess, resource: str) -> float | None:
+    """The server's dra_migrate_webhook_watch_stale{resource} (None before it is reported)."""
+    for line in server.session.get(f"{server.url}/metrics", timeout=10).text.splitlines():
+        if line.startswith(f'dra_migrate_webhook_watch_stale{{resource="{resource}"}}'):
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
 def decoded_patch(response: Mapping[str, Any]) -> list[dict[str, Any]] | None:
     if "patch" not in response:
         return None
